@@ -1,0 +1,92 @@
+# jobhandlers — see README.md. Every target that needs helm uses $(HELM).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT        := $(abspath .)
+BIN         := $(ROOT)/bin
+HELM        := $(BIN)/helm
+HELM3       := $(BIN)/helm3
+KIND        := $(BIN)/kind
+VENV        := $(ROOT)/.venv
+PY          := $(VENV)/bin/python
+JH          := $(VENV)/bin/jobhandlers
+export PATH := $(BIN):$(VENV)/bin:$(PATH)
+export JOBHANDLERS_HELM := $(HELM)
+export JOBHANDLERS_HELM3 := $(HELM3)
+
+HELM_VERSION  := v4.3.2
+HELM3_VERSION := v3.21.4
+KIND_VERSION  := v0.33.0
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
+
+# ---- tools: pinned helm 4, helm 3 and kind, built from their Go modules ----
+.PHONY: tools
+tools: $(HELM) $(HELM3) $(KIND) ## build pinned helm, helm3 and kind into bin/
+
+$(BIN)/.helm-$(HELM_VERSION):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) CGO_ENABLED=0 go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	@touch $@
+$(HELM): $(BIN)/.helm-$(HELM_VERSION)
+
+$(BIN)/.helm3-$(HELM3_VERSION):
+	@mkdir -p $(BIN)/.helm3
+	GOBIN=$(BIN)/.helm3 CGO_ENABLED=0 go install helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION)
+	mv $(BIN)/.helm3/helm $(HELM3)
+	@touch $@
+$(HELM3): $(BIN)/.helm3-$(HELM3_VERSION)
+
+$(BIN)/.kind-$(KIND_VERSION):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) CGO_ENABLED=0 go install sigs.k8s.io/kind@$(KIND_VERSION)
+	@touch $@
+$(KIND): $(BIN)/.kind-$(KIND_VERSION)
+
+# ---- Python environment ----
+.PHONY: venv
+venv: $(VENV)/.installed ## create .venv with the jobhandlers tool and test dependencies
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test,kind,bench]'
+	@touch $@
+
+# PostgreSQL server binaries for the workload tests (Debian packages).
+.PHONY: deps
+deps: ## install the system packages the tests need (PostgreSQL server)
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
+
+# ---- the two commands of the README ----
+.PHONY: render
+render: tools venv ## render every values example x kube version into rendered/
+	$(JH) render
+
+.PHONY: check
+check: tools venv ## policy-check every values example
+	$(JH) check values-examples/*.yaml
+
+.PHONY: gen-tests
+gen-tests: venv ## regenerate tests/generated/ from values-examples/
+	$(JH) gen-tests
+
+.PHONY: lint
+lint: tools ## helm lint --strict every values example
+	@for f in values-examples/*.yaml; do echo "lint $$f"; $(HELM) lint --strict chart -f $$f >/dev/null || { $(HELM) lint --strict chart -f $$f; exit 1; }; done
+
+.PHONY: test
+test: tools venv deps ## unit, render, generated and workload tests, plus freshness checks
+	$(JH) render --check
+	$(JH) gen-tests --check
+	$(JH) check values-examples/*.yaml
+	$(PY) -m pytest tests
+
+.PHONY: bench
+bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm, workload lifecycle
+	$(PY) bench/run.py
+
+-include tests/workload/workload.mk
+-include tests/kind/kind.mk
