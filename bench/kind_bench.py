@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""`make bench-kind`: the gated chart against the naive one on the same kind cluster, in one run.
+
+Per variant (fresh namespace, database and release each):
+  * helm install with a 20 s migration -> seconds until every handler is Ready, restarts;
+  * a rolling restart of the job role while 30 jobs of 10-60 s run -> jobs lost, reruns,
+    forced exits;
+  * SIGTERM -> exit of an idle and of a busy job handler (from the workload's own log lines).
+The naive variant is the chart with the startup gating off (no hook, no init container, no
+startupProbe) and the Kubernetes-default shutdown (grace 30 s, no preStop, no buffer).
+Prints a table, writes bench-results/kind-bench.json and bench-results/kind-readiness.png.
+Exit 0 when measured (goals are reported, not enforced); 2 when the cluster is unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kind" / "scenarios"))
+
+from jhkind import postgres as pg_mod  # noqa: E402
+from jhkind import setup  # noqa: E402
+from jhkind.cluster import RESTRICTED_LABELS, Kube, parse_time  # noqa: E402
+from jhkind.helm import ROOT, Helm  # noqa: E402
+from jhkind.observe import LogFollower, is_handler_pod, ready_series  # noqa: E402
+from jhkind.progress import Progress  # noqa: E402
+from jhkind.scenario import Scenario  # noqa: E402
+from jhkind.waits import WaitTimeout, wait_until  # noqa: E402
+
+MIGRATION_SECONDS = 20
+JOBS = 30
+JOB_MIN, JOB_MAX = 10, 60
+REPLICAS, CONCURRENCY = 2, 8
+OUT = ROOT / "bench-results"
+
+
+def _env(**kv: str) -> list[dict]:
+    return [{"name": k, "value": v} for k, v in kv.items()]
+
+
+def variant_values(name: str) -> dict:
+    job = {"replicas": REPLICAS,
+           "env": _env(WORKLOAD_POLL_SECONDS="0.5", WORKLOAD_LEASE_SECONDS="10", WORKLOAD_CONCURRENCY=str(CONCURRENCY))}
+    common = {"migration": {"extraArgs": ["--slow", str(MIGRATION_SECONDS)]}}
+    if name == "gated":
+        job["maxJobRuntimeSeconds"] = JOB_MAX  # grace = 60 + 10 + 3
+        return {**common, "handlers": {"job": job}}
+    job["maxJobRuntimeSeconds"] = 30  # grace = 30 s, the Kubernetes default
+    return {"waitForMigrations": {"enabled": False}, "startupProbe": {"enabled": False},
+            "migration": {"useHelmHooks": False, "extraArgs": ["--slow", str(MIGRATION_SECONDS)]},
+            "drain": {"bufferSeconds": 0, "preStopSeconds": 0}, "handlers": {"job": job}}
+
+
+def _sigterm_to_exit(sc: Scenario, pod: str) -> dict:
+    """Delete one job pod and time its shutdown from its own log (follows until it exits)."""
+    follower = LogFollower(sc.kube, sc.namespace, pod, "job").start()
+    wait_until(lambda: follower.lines, 15, f"the log of {pod} to be followed")
+    t_delete = time.time()
+    sc.kube.core.delete_namespaced_pod(pod, sc.namespace)
+    follower.join(timeout=sc.grace("job") + 30)
+    draining, exit_ev = follower.first("draining"), follower.first("exit")
+    finished = [e["ts"] for e in follower.events() if e.get("event") == "finished"
+                and draining and e["ts"] >= draining["ts"]]
+    out = {"pod": pod, "in_flight": draining and draining.get("in_flight"),
+           "exit_code": exit_ev and exit_ev.get("exit_code")}
+    if draining and exit_ev:
+        out["sigterm_to_exit_s"] = round(exit_ev["ts"] - draining["ts"], 3)
+        out["delete_to_exit_s"] = round(exit_ev["ts"] - t_delete, 3)
+        if finished:
+            out["last_job_to_exit_s"] = round(exit_ev["ts"] - max(finished), 3)
+    return out
+
+
+def run_variant(name: str, kube: Kube, helm: Helm, pg: pg_mod.Postgres, workdir: Path) -> dict:
+    p = Progress(f"bench-{name}")
+    ns = f"jh-bench-{name}-{secrets.token_hex(2)}"
+    kube.create_namespace(ns, dict(RESTRICTED_LABELS))
+    sc = Scenario(kube, helm, pg, ns, workdir, p).open()
+    result: dict = {"variant": name, "namespace": ns}
+    failed = True
+    try:
+        with p.phase("helm install --wait"):
+            res = sc.install(variant_values(name), timeout_s=420).check("helm install")
+        want = sum(int(d["spec"]["replicas"]) for d in sc.deployments().values())
+        sc.wait_handlers_ready(120)
+        series = ready_series(sc.timeline, res.started)
+        job = sc.migration_jobs()[0]
+        result.update({
+            "install_to_ready_s": next((t for t, n in series if n >= want), None),
+            "helm_install_s": round(res.seconds, 1),
+            "migration_s": round(parse_time(job["status"]["completionTime"]) - parse_time(job["status"]["startTime"]), 1),
+            "migration_done_s": round(parse_time(job["status"]["completionTime"]) - res.started, 1),
+            "restarts": sum(sc.handler_restarts().values()),
+            "ready_series": series, "handlers": want, "job_grace_s": sc.grace("job"),
+        })
+        p.note(f"Ready after {result['install_to_ready_s']}s, restarts {result['restarts']}")
+
+        client = sc.client()
+        rng = random.Random(42)
+        durations = [round(rng.uniform(JOB_MIN, JOB_MAX), 1) for _ in range(JOBS)]
+        with p.phase(f"rolling restart of the job role with {JOBS} jobs of {JOB_MIN}-{JOB_MAX} s"):
+            ids = client.submit([{"kind": "sleep", "duration": d} for d in durations])
+            wait_until(lambda: sc.db.states()["running"] >= min(JOBS, REPLICAS * CONCURRENCY) // 2, 60, "jobs to run")
+            old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
+            t_restart = time.time()
+            sc.restart_role("job")
+            sc.wait_rollout("job", set(old), timeout=sc.grace("job") + 120)
+            rollout_s = time.time() - t_restart
+            try:
+                wait_until(lambda: sc.db.report(ids)["done"] == JOBS, 240, "all jobs done", interval=2)
+            except WaitTimeout:
+                pass  # counted as lost below
+            report = sc.db.report(ids)
+            last = sc.timeline.last_pods()
+            exits = [st["state"]["terminated"]["exitCode"] for uid in old for st in
+                     (last[uid].get("status") or {}).get("containerStatuses") or [] if (st.get("state") or {}).get("terminated")]
+        result.update({"rollout_s": round(rollout_s, 1), "jobs_lost": report["lost"], "jobs_rerun": report["reruns"],
+                       "attempt_outcomes": report["attempt_outcomes"], "old_pod_exit_codes": exits,
+                       "forced_exits": sum(1 for c in exits if c != 0)})
+        p.note(f"rolling restart: lost {report['lost']}, rerun {report['reruns']}, exit codes {exits}")
+
+        with p.phase("SIGTERM -> exit, idle handler"):
+            wait_until(lambda: sc.db.states()["running"] == 0, 120, "no job running")
+            sc.wait_handlers_ready(60)
+            result["idle"] = _sigterm_to_exit(sc, sc.handler_pods("job")[0]["metadata"]["name"])
+        with p.phase("SIGTERM -> exit, busy handler"):
+            sc.wait_handlers_ready(60)
+            busy_ids = client.submit([{"kind": "sleep", "duration": 8} for _ in range(REPLICAS * CONCURRENCY)])
+            victim = sc.handler_pods("job")[0]["metadata"]["name"]
+            wait_until(lambda: any(a.pod == victim and a.outcome is None for a in sc.db.attempts(busy_ids)), 30,
+                       f"{victim} to run a job")
+            result["busy"] = _sigterm_to_exit(sc, victim)
+        failed = False
+        return result
+    finally:
+        sc.close(failed)
+
+
+def table(results: list[dict]) -> str:
+    rows = [
+        ("install -> all handlers Ready (s)", "install_to_ready_s", "<= migration + 10"),
+        ("migration Job (s)", "migration_s", ""),
+        ("handler restarts", "restarts", "0"),
+        ("job grace (s)", "job_grace_s", ""),
+        (f"jobs lost in rolling restart ({JOBS} jobs)", "jobs_lost", "0"),
+        ("jobs rerun (work redone)", "jobs_rerun", ""),
+        ("forced exits (exit != 0)", "forced_exits", "0"),
+        ("rollout duration (s)", "rollout_s", ""),
+        ("idle SIGTERM -> exit (s)", ("idle", "sigterm_to_exit_s"), "<= 1"),
+        ("busy SIGTERM -> exit (s)", ("busy", "sigterm_to_exit_s"), ""),
+        ("busy: last job end -> exit (s)", ("busy", "last_job_to_exit_s"), "<= 1"),
+    ]
+    names = [r["variant"] for r in results]
+    lines = [f"| metric | {' | '.join(names)} | goal |", "|---" * (len(names) + 2) + "|"]
+    for label, key, goal in rows:
+        vals = []
+        for r in results:
+            v = r.get(key[0], {}).get(key[1]) if isinstance(key, tuple) else r.get(key)
+            vals.append("-" if v is None else str(v))
+        lines.append(f"| {label} | {' | '.join(vals)} | {goal} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for r, color in zip(results, ("tab:green", "tab:red")):
+        xs = [t for t, _ in r["ready_series"]]
+        ys = [n for _, n in r["ready_series"]]
+        ax.step(xs, ys, where="post", color=color,
+                label=f"{r['variant']}: Ready after {r['install_to_ready_s']} s, {r['restarts']} restarts")
+        ax.axvline(r["migration_done_s"], color=color, linestyle=":", linewidth=1)
+    ax.set_xlabel("seconds since helm install (dotted: migration Job complete)")
+    ax.set_ylabel("Ready handler pods")
+    ax.set_title(f"Readiness during install with a {MIGRATION_SECONDS} s migration")
+    ax.legend(loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT, help="directory for kind-bench.json and kind-readiness.png")
+    args = ap.parse_args(argv)
+    p = Progress("bench")
+    try:
+        kube = Kube(setup.kubeconfig())
+        kube.server_version()
+        helm = Helm(kube.kubeconfig)
+        setup.load_images(p)
+    except (setup.SetupError, FileNotFoundError) as exc:
+        print(f"kind_bench: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"kind_bench: error: cannot reach the cluster: {exc}", file=sys.stderr)
+        return 2
+    with p.phase("external PostgreSQL"):
+        pg = pg_mod.install(kube)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("gated", "naive"):
+            results.append(run_variant(name, kube, helm, pg, Path(tmp)))
+    args.out.mkdir(parents=True, exist_ok=True)
+    doc = {"kubernetes": kube.server_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "migration_seconds": MIGRATION_SECONDS, "jobs": JOBS, "job_seconds": [JOB_MIN, JOB_MAX],
+           "job_replicas": REPLICAS, "concurrency": CONCURRENCY, "results": results}
+    tmp_json = args.out / "kind-bench.json.tmp"
+    tmp_json.write_text(json.dumps(doc, indent=2))
+    tmp_json.replace(args.out / "kind-bench.json")
+    plot(results, args.out / "kind-readiness.png")
+    print()
+    print(table(results))
+    print(f"\nwritten: {args.out / 'kind-bench.json'}, {args.out / 'kind-readiness.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+{{/*
+Names, labels and small shared pieces. Lifecycle logic lives in its own file:
+_migration.tpl, _wait-for-migrations.tpl, _probes.tpl, _grace.tpl, _drain.tpl,
+_checks.tpl.
+*/}}
+
+{{- define "jobhandlers.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "jobhandlers.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* "<fullname>-<suffix>", at most 63 characters. Call with (list $ "suffix"). */}}
+{{- define "jobhandlers.componentName" -}}
+{{- $root := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- $full := include "jobhandlers.fullname" $root }}
+{{- printf "%s-%s" ($full | trunc (int (sub 62 (len $suffix)))) $suffix | trimSuffix "-" }}
+{{- end }}
+
+{{- define "jobhandlers.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The image tag: image.tag, else the chart's appVersion. */}}
+{{- define "jobhandlers.imageTag" -}}
+{{- .Values.image.tag | default .Chart.AppVersion | toString }}
+{{- end }}
+
+{{- define "jobhandlers.image" -}}
+{{- printf "%s:%s" .Values.image.repository (include "jobhandlers.imageTag" .) }}
+{{- end }}
+
+{{/* Selector labels. Call with (list $ "component"). */}}
+{{- define "jobhandlers.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ include "jobhandlers.name" $root }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* Standard labels. Call with (list $ "component"). */}}
+{{- define "jobhandlers.labels" -}}
+{{- $root := index . 0 -}}
+helm.sh/chart: {{ include "jobhandlers.chart" $root }}
+{{ include "jobhandlers.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "jobhandlers.imageTag" $root | trunc 63 | quote }}
+app.kubernetes.io/part-of: {{ include "jobhandlers.name" $root }}
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+{{- end }}
+
+{{/* Labels of a pod template: selector labels, version, podLabels. Call with (list $ "component"). */}}
+{{- define "jobhandlers.podLabels" -}}
+{{- $root := index . 0 -}}
+{{ include "jobhandlers.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "jobhandlers.imageTag" $root | trunc 63 | quote }}
+{{- with $root.Values.podLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the handlers use. */}}
+{{- define "jobhandlers.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "jobhandlers.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding DATABASE_URL for the handlers. */}}
+{{- define "jobhandlers.databaseSecretName" -}}
+{{- if .Values.database.existingSecret }}
+{{- .Values.database.existingSecret }}
+{{- else }}
+{{- include "jobhandlers.componentName" (list . "database") }}
+{{- end }}
+{{- end }}
+
+{{- define "jobhandlers.databaseSecretKey" -}}
+{{- if .Values.database.existingSecret }}
+{{- .Values.database.existingSecretKey }}
+{{- else -}}
+DATABASE_URL
+{{- end }}
+{{- end }}
+
+{{/* postgresql://user:password@host:port/name, user and password percent-encoded
+(urlquery, with its "+" for a space turned into %20: "+" is literal in userinfo). */}}
+{{- define "jobhandlers.databaseUrl" -}}
+{{- $db := .Values.database }}
+{{- $auth := urlquery $db.user | replace "+" "%20" }}
+{{- if $db.password }}
+{{- $auth = printf "%s:%s" $auth (urlquery $db.password | replace "+" "%20") }}
+{{- end }}
+{{- printf "postgresql://%s@%s:%d/%s" $auth $db.host (int $db.port) $db.name }}
+{{- end }}
+
+{{/* The DATABASE_URL env var. Call with (list $ "secret-name"). */}}
+{{- define "jobhandlers.databaseEnv" -}}
+{{- $root := index . 0 -}}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ index . 1 }}
+      key: {{ include "jobhandlers.databaseSecretKey" $root }}
+{{- end }}
+
+{{/* An emptyDir for /tmp (the root filesystem is read-only). */}}
+{{- define "jobhandlers.tmpVolumeMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+
+{{/*
+A bounded retry loop: runs "$@" until it exits 0, printing its output on every
+try; after timeoutSeconds prints the hint and exits 1.
+Call with (dict "what" "wait-for-migrations" "timeout" N "interval" N "hint" "...").
+The loop is a POSIX sh script; the command comes as positional arguments.
+*/}}
+{{- define "jobhandlers.retryLoop" -}}
+what={{ .what | quote }}; timeout={{ int .timeout }}; interval={{ int .interval }}
+start=$(date +%s); try=0
+while :; do
+  try=$((try + 1))
+  out=$("$@" 2>&1); rc=$?
+  elapsed=$(( $(date +%s) - start ))
+  if [ "$rc" -eq 0 ]; then
+    echo "$what: try $try after ${elapsed}s: ok${out:+: $out}"
+    exit 0
+  fi
+  echo "$what: try $try after ${elapsed}s: '$*' exited $rc${out:+: $out}"
+  if [ "$elapsed" -ge "$timeout" ]; then
+    echo "$what: TIMEOUT: still failing after ${elapsed}s (limit ${timeout}s, last exit $rc). {{ .hint }}" >&2
+    exit 1
+  fi
+  sleep "$interval"
+done
+{{- end }}
+
+{{/*
+The pod securityContext. The seccompProfile field exists from Kubernetes 1.19;
+below that it is an unknown field (helm's OpenAPI validation rejects it), so it is
+left out there and "jobhandlers.podSeccompAnnotation" sets the pre-1.19 annotation.
+*/}}
+{{- define "jobhandlers.podSecurityContext" -}}
+{{- $ctx := deepCopy .Values.podSecurityContext }}
+{{- if not (include "jobhandlers.kubeAtLeast" (list . "1.19")) }}
+{{- $_ := unset $ctx "seccompProfile" }}
+{{- end }}
+{{- toYaml $ctx }}
+{{- end }}
+
+{{/* Below 1.19: the seccomp annotation equivalent to podSecurityContext.seccompProfile. */}}
+{{- define "jobhandlers.podSeccompAnnotation" -}}
+{{- $profile := (.Values.podSecurityContext.seccompProfile | default dict) }}
+{{- if and $profile (not (include "jobhandlers.kubeAtLeast" (list . "1.19"))) }}
+{{- if eq (toString $profile.type) "RuntimeDefault" }}
+seccomp.security.alpha.kubernetes.io/pod: runtime/default
+{{- else if eq (toString $profile.type) "Localhost" }}
+seccomp.security.alpha.kubernetes.io/pod: {{ printf "localhost/%s" $profile.localhostProfile | quote }}
+{{- else if eq (toString $profile.type) "Unconfined" }}
+seccomp.security.alpha.kubernetes.io/pod: unconfined
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,43 @@
+{{/*
+The `wait-for-migrations` init container of every handler pod.
+
+It runs the image's own schema check (commands.schemaCheck: exit 0 iff the
+database is at the revision this image expects; 3 behind, 4 ahead, 5 unreachable)
+in a loop, printing the check's message on every try, until it passes or
+waitForMigrations.timeoutSeconds have elapsed (then a clear message and exit 1,
+so the pod shows Init:Error / Init:CrashLoopBackOff instead of a crashing handler).
+
+It asks the database, not the Kubernetes API: no RBAC, no Job status, no marker file.
+Same image as the handler, so "expected revision" is the handler's own.
+*/}}
+
+{{/* The init container. Call with (list $ "role"). */}}
+{{- define "jobhandlers.waitForMigrations.initContainer" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $w := $root.Values.waitForMigrations }}
+{{- $hint := printf "The database is not at the schema revision image %s expects. Behind (exit 3): is the migration Job done? kubectl get jobs -n %s -l app.kubernetes.io/instance=%s,app.kubernetes.io/component=migration and kubectl logs on it. Ahead (exit 4): this image is older than the schema, roll forward. Unreachable (exit 5): check database.host and the DATABASE_URL Secret." (include "jobhandlers.image" $root) $root.Release.Namespace $root.Release.Name -}}
+- name: wait-for-migrations
+  image: {{ include "jobhandlers.image" $root }}
+  imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+  command:
+    - sh
+    - -c
+    - |-
+      {{- include "jobhandlers.retryLoop" (dict "what" "wait-for-migrations" "timeout" $w.timeoutSeconds "interval" $w.intervalSeconds "hint" $hint) | nindent 6 }}
+    - wait-for-migrations
+  args:
+    {{- toYaml $root.Values.commands.schemaCheck | nindent 4 }}
+  env:
+    {{- include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root)) | nindent 4 }}
+    - name: JOBHANDLERS_ROLE
+      value: {{ $role | quote }}
+  securityContext:
+    {{- toYaml $root.Values.containerSecurityContext | nindent 4 }}
+  {{- with $w.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    {{- include "jobhandlers.tmpVolumeMount" $root | nindent 4 }}
+{{- end }}

@@ -1,0 +1,173 @@
+"""The `jobhandlers` console script: render, check, grace, gen-tests.
+Exit codes: 0 ok (warnings allowed), 1 policy/schema/render failure or stale, 2 unusable input.
+Never a traceback: unexpected errors are reported on one line with exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from generator import __version__, model
+
+EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line error (its default), never raising."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"jobhandlers: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+
+def _kube_version(text: str) -> str:
+    try:
+        major, minor = model.version_tuple(text)
+    except (ValueError, IndexError):
+        raise argparse.ArgumentTypeError(f"invalid kube version {text!r} (use e.g. 1.34)") from None
+    return f"{major}.{minor}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (documented in the README)."""
+    p = _Parser(prog="jobhandlers", description="Render, check and test the jobhandlers Helm chart.")
+    p.add_argument("--version", action="version", version=f"jobhandlers {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("render", help="render values-examples/ x kube versions into rendered/")
+    r.add_argument("--check", action="store_true", help="render to a temp dir and fail when rendered/ is stale")
+    r.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="parallel helm processes")
+    r.add_argument("--out", type=Path, default=None, help="output tree (default: rendered/)")
+    r.add_argument("--examples", type=Path, default=None, help="directory of values examples")
+    r.add_argument("--kube-version", type=_kube_version, action="append", default=None,
+                   help="render only these kube versions (default: the whole matrix)")
+
+    c = sub.add_parser("check", help="policy-check values files")
+    c.add_argument("values", nargs="+", help="values files")
+    c.add_argument("--kube-version", type=_kube_version, default=model.DEFAULT_KUBE_VERSION)
+    c.add_argument("--format", choices=["text", "json", "github"], default="text")
+    c.add_argument("--render", action="store_true",
+                   help="also render with helm and validate every object with kubernetes-validate (strict)")
+
+    g = sub.add_parser("grace", help="show the computed grace periods of a values file")
+    g.add_argument("values", help="values file")
+    g.add_argument("--kube-version", type=_kube_version, action="append", default=None,
+                   help="kube version(s) for the probe-level grace (default: the whole matrix)")
+
+    t = sub.add_parser("gen-tests", help="generate tests/generated/ from values-examples/")
+    t.add_argument("--check", action="store_true", help="fail when tests/generated/ is stale")
+    t.add_argument("--out", type=Path, default=None, help="output directory (default: tests/generated/)")
+    t.add_argument("--examples", type=Path, default=None, help="directory of values examples")
+    return p
+
+
+def _examples(directory: Path | None) -> list[Path] | None:
+    return sorted(directory.glob("*.yaml")) if directory is not None else None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """jobhandlers check."""
+    from generator.check import check_files
+    from generator.findings import exit_code, render_findings
+
+    findings = check_files(args.values, args.kube_version, render=args.render)
+    sys.stdout.write(render_findings(findings, len(args.values), args.format))
+    return exit_code(findings)
+
+
+def cmd_grace(args: argparse.Namespace) -> int:
+    """jobhandlers grace."""
+    from generator.findings import exit_code, render_findings
+    from generator.grace import report
+    from generator.schema import validate
+    from generator.values import load_values, merged
+
+    vf = load_values(args.values)
+    problems = vf.findings or validate(vf)
+    if problems:
+        sys.stdout.write(render_findings(problems, 1, "text"))
+        return exit_code(problems) or EXIT_FAIL
+    text, ok = report(merged(vf.data), args.kube_version or list(model.KUBE_VERSIONS))
+    sys.stdout.write(f"{vf.path}\n\n{text}")
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """jobhandlers render."""
+    from generator import render as rmod
+
+    if args.jobs < 1:
+        print("jobhandlers render: --jobs must be >= 1", file=sys.stderr)
+        return EXIT_INPUT
+    examples = _examples(args.examples)
+    if examples is not None and not examples:
+        print(f"jobhandlers render: no *.yaml in {args.examples}", file=sys.stderr)
+        return EXIT_INPUT
+    out = args.out or rmod.RENDERED_DIR
+    res = rmod.render(examples, out, check=args.check, jobs=args.jobs,
+                     versions=args.kube_version or model.KUBE_VERSIONS)
+    for err in res.errors:
+        print(f"render FAILED: {err}", file=sys.stderr)
+    if res.errors:
+        print(f"render: {out} left unchanged", file=sys.stderr)
+        return EXIT_INPUT if res.helm_missing else EXIT_FAIL
+    if args.check:
+        for s in res.stale:
+            print(f"stale: {out.name}/{s}")
+        if res.stale:
+            print(f"render --check: {len(res.stale)} stale file(s); run `make render`")
+            return EXIT_FAIL
+        print(f"render --check: {out.name}/ is up to date ({res.files} files, {res.seconds:.1f} s)")
+        return EXIT_OK
+    print(f"render: wrote {res.files} files into {out.name}/ in {res.seconds:.1f} s")
+    return EXIT_OK
+
+
+def cmd_gen_tests(args: argparse.Namespace) -> int:
+    """jobhandlers gen-tests."""
+    from generator import gentests
+
+    examples = _examples(args.examples)
+    res = gentests.gen_tests(examples, args.out or gentests.GENERATED_DIR, check=args.check)
+    for err in res.errors:
+        print(f"gen-tests FAILED: {err}", file=sys.stderr)
+    if res.errors:
+        return EXIT_FAIL
+    if args.check:
+        for s in res.stale:
+            print(f"stale: {s}")
+        if res.stale:
+            print(f"gen-tests --check: {len(res.stale)} stale file(s); run `make gen-tests`")
+            return EXIT_FAIL
+        print("gen-tests --check: tests/generated/ is up to date")
+        return EXIT_OK
+    for w in res.written:
+        print(f"wrote {w}")
+    print(f"gen-tests: {len(res.written)} file(s) changed")
+    return EXIT_OK
+
+
+COMMANDS = {"check": cmd_check, "grace": cmd_grace, "render": cmd_render, "gen-tests": cmd_gen_tests}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("jobhandlers: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
+        print(f"jobhandlers {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

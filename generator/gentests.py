@@ -1,0 +1,176 @@
+"""`jobhandlers gen-tests`: one pytest file per values example in tests/generated/, from
+jinja2 templates, with every expected value computed now by generator.model."""
+
+from __future__ import annotations
+
+import os
+import pprint
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import jinja2
+
+from generator import helm, model
+from generator.findings import exit_code
+from generator.schema import validate as check_schema
+from generator.values import load_values, merged
+
+GENERATED_DIR = helm.REPO_ROOT / "tests" / "generated"
+HEADER = "# generated — do not edit."
+TEMPLATE = "test_example.py.j2"
+
+
+class GenError(Exception):
+    """An example cannot be turned into tests (unusable or schema-invalid values)."""
+
+
+def _pyrepr(value: Any) -> str:
+    """A stable Python literal (sorted dicts); a dict of dicts gets one entry per line."""
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        body = "".join(f"    {k!r}: {pprint.pformat(v, width=200, sort_dicts=True)},\n" for k, v in sorted(value.items()))
+        return "{\n" + body + "}"
+    return pprint.pformat(value, width=100, sort_dicts=True)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["pyrepr"] = _pyrepr
+    return env
+
+
+def generated_file_name(example: Path) -> str:
+    """values-examples/argo-cd.yaml -> test_example_argo_cd.py."""
+    return "test_example_" + re.sub(r"[^0-9a-zA-Z]+", "_", example.stem).strip("_").lower() + ".py"
+
+
+def expectations(values: dict[str, Any], versions: Sequence[str]) -> dict[str, Any]:
+    """Every value a generated test asserts, from the policy model."""
+    migration = values.get("migration") or {}
+    database = values.get("database") or {}
+    migration_enabled = bool(migration.get("enabled", True))
+    hook_mode = migration_enabled and bool(migration.get("useHelmHooks", True))
+    roles = {}
+    handlers = values.get("handlers") or {}
+    for role in model.enabled_roles(values):
+        g = model.role_grace(values, role)
+        roles[role] = {"grace": g.effective, "drain_deadline": g.drain_deadline,
+                       "pdb": bool(((handlers[role] or {}).get("pdb") or {}).get("enabled", True))}
+    per_version = {
+        v: {"startup_probe": model.startup_probe_rendered(values, v),
+            "liveness_initial_delay": model.liveness_initial_delay(values, v),
+            "probe_grace": model.probe_grace(values, v),
+            "pdb_api_version": model.pdb_api_version(v)}
+        for v in versions
+    }
+    return {
+        "versions": list(versions),
+        "migration_enabled": migration_enabled,
+        "hook_mode": hook_mode,
+        "hook_weight": int(migration.get("hookWeight", -5)),
+        "chart_secret_hook": hook_mode and not database.get("existingSecret")
+        and bool(database.get("secretIsHook", True)),
+        "wait_for_migrations": bool((values.get("waitForMigrations") or {}).get("enabled", True)),
+        "schema_check": " ".join(str(x) for x in (values.get("commands") or {}).get("schemaCheck") or []),
+        "image_tag": str((values.get("image") or {}).get("tag") or ""),
+        "roles": roles,
+        "per_version": per_version,
+    }
+
+
+def generate_one(example: Path, versions: Sequence[str] = model.KUBE_VERSIONS) -> str:
+    """The generated test module for one example."""
+    vf = load_values(example)
+    problems = vf.findings or check_schema(vf)
+    if exit_code(problems):
+        raise GenError("; ".join(f"{f.location}: {f.rule} {f.message}" for f in problems))
+    try:
+        rel = str(example.resolve().relative_to(helm.REPO_ROOT))
+    except ValueError:
+        rel = str(example.resolve())
+    ctx = expectations(merged(vf.data), versions)
+    ctx["example"] = rel
+    return _env().get_template(TEMPLATE).render(**ctx)
+
+
+@dataclass
+class GenResult:
+    """Outcome of gen-tests."""
+
+    written: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No errors and (for --check) nothing stale."""
+        return not self.errors and not self.stale
+
+
+def _existing(out_dir: Path) -> dict[str, str]:
+    """Generated files currently in out_dir (recognised by their header)."""
+    found = {}
+    for p in sorted(out_dir.glob("test_*.py")):
+        text = p.read_text(encoding="utf-8")
+        if text.startswith(HEADER):
+            found[p.name] = text
+    return found
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_DIR, *, check: bool = False,
+              versions: Sequence[str] = model.KUBE_VERSIONS) -> GenResult:
+    """Generate (or, with check, compare) one test file per example; obsolete generated
+    files are removed (reported stale with check)."""
+    examples = list(examples if examples is not None else helm.examples())
+    result = GenResult()
+    wanted: dict[str, str] = {}
+    for ex in examples:
+        try:
+            wanted[generated_file_name(ex)] = generate_one(ex, versions)
+        except GenError as exc:
+            result.errors.append(f"{ex}: {exc}")
+        except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:
+            result.errors.append(f"{ex}: cannot generate tests: {type(exc).__name__}: {exc}")
+    if result.errors:
+        return result
+    existing = _existing(out_dir) if out_dir.is_dir() else {}
+    rel = _rel(out_dir)
+    for name in sorted(set(wanted) | set(existing)):
+        if name not in existing:
+            result.stale.append(f"{rel}/{name} (missing)")
+        elif name not in wanted:
+            result.stale.append(f"{rel}/{name} (obsolete)")
+        elif existing[name] != wanted[name]:
+            result.stale.append(f"{rel}/{name} (differs)")
+    if check:
+        return result
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in sorted(wanted.items()):
+        if existing.get(name) != text:
+            _write_atomic(out_dir / name, text)
+            result.written.append(f"{rel}/{name}")
+    for name in sorted(set(existing) - set(wanted)):
+        (out_dir / name).unlink()
+        result.written.append(f"{rel}/{name} (removed)")
+    result.stale = []
+    return result
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

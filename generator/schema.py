@@ -1,0 +1,126 @@
+"""Validate values against chart/values.schema.json (the very file helm uses) and map every
+jsonschema error to file:line:col and the dotted key path."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from generator.findings import ERROR, INPUT, SCHEMA, Finding
+from generator.values import CHART_DIR, ValuesFile, merged
+
+SCHEMA_FILE = CHART_DIR / "values.schema.json"
+
+
+class SchemaUnavailable(Exception):
+    """chart/values.schema.json is missing or not a valid JSON Schema."""
+
+
+@lru_cache(maxsize=4)
+def load_validator(schema_file: Path = SCHEMA_FILE) -> Any:
+    """A jsonschema validator for the chart schema, of the draft the schema declares."""
+    try:
+        schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SchemaUnavailable(f"{schema_file} not found") from exc
+    except (OSError, ValueError) as exc:
+        raise SchemaUnavailable(f"{schema_file}: {exc}") from exc
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise SchemaUnavailable(f"{schema_file}: invalid schema: {exc.message}") from exc
+    return cls(schema)
+
+
+def dotted(path: Iterable[str | int]) -> str:
+    """('handlers', 'web', 'env', 0) -> 'handlers.web.env[0]'."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _extra_keys(err: ValidationError) -> list[str]:
+    """Keys named by an additionalProperties error."""
+    if not isinstance(err.instance, dict):
+        return []
+    props = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+    patterns = list((err.schema.get("patternProperties") or {}).keys()) if isinstance(err.schema, dict) else []
+    return [k for k in err.instance if k not in props and not any(re.search(p, k) for p in patterns)]
+
+
+def _fix_for(err: ValidationError, key: str | None = None) -> str:
+    """A short, concrete fix for a schema error."""
+    v = err.validator
+    if v == "additionalProperties":
+        return f"remove `{key}` or correct its spelling (see chart/values.yaml for the keys)"
+    if v == "type":
+        want = err.validator_value
+        wants = want if isinstance(want, list) else [want]
+        if "string" in wants and isinstance(err.instance, (int, float, bool)):
+            return "quote the value (YAML reads 1.10 as the number 1.1 and yes/no as booleans)"
+        return f"use a value of type {' or '.join(map(str, wants))}"
+    if v == "required":
+        return "add the missing key"
+    if v == "enum":
+        return f"use one of {', '.join(json.dumps(x) for x in err.validator_value)}"
+    if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        return f"use a value within the bound ({v} {err.validator_value})"
+    if v == "pattern":
+        return f"match the pattern {err.validator_value}"
+    return "see the key's description in chart/values.schema.json"
+
+
+def _expand(err: ValidationError) -> list[ValidationError]:
+    """anyOf/oneOf errors: when exactly one branch fits the value's type (e.g. role object
+    vs null), report that branch's own errors instead of the whole value."""
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        branches: dict[object, list[ValidationError]] = {}
+        for sub in err.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        viable = [errs for errs in branches.values()
+                  if not any(e.validator == "type" and not e.relative_path for e in errs)]
+        if len(viable) == 1:
+            return [leaf for sub in viable[0] for leaf in _expand(sub)]
+    return [err]
+
+
+def validate(vf: ValuesFile, schema_file: Path = SCHEMA_FILE) -> list[Finding]:
+    """Schema findings for one loaded values file, validated after merging over the chart
+    defaults (like helm). Each points at the deepest part of the key path in the file."""
+    try:
+        validator = load_validator(schema_file)
+    except SchemaUnavailable as exc:
+        return [Finding(str(schema_file), 0, 0, "JHS002", ERROR, INPUT, "", f"chart schema unusable: {exc}",
+                        "restore chart/values.schema.json")]
+    findings: list[Finding] = []
+    data = merged(vf.data)
+    errors = [leaf for err in validator.iter_errors(data) for leaf in _expand(err)]
+    for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
+        path = list(err.absolute_path)
+        if err.validator == "additionalProperties":
+            for key in _extra_keys(err) or [None]:
+                kpath = path + [key] if key is not None else path
+                line, col, _ = vf.position(kpath)
+                msg = f"unknown key `{key}`" if key is not None else err.message
+                findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(kpath), msg,
+                                        _fix_for(err, key)))
+            continue
+        line, col, found = vf.position(path)
+        msg = err.message
+        if len(msg) > 200:
+            msg = msg[:197] + "..."
+        if not found and path:
+            msg += " (value from chart defaults)"
+        findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(path), msg, _fix_for(err)))
+    return sorted(findings)

@@ -1,0 +1,270 @@
+"""Load values files with positions (ruamel.yaml round-trip, YAML 1.1 like Helm) and merge
+them over the chart defaults the way Helm coalesces values.
+
+Problems are returned as findings, never raised: a missing file, a YAML syntax error, a
+duplicate key, a non-mapping or multi-document file and an alias bomb all become
+`Finding`s with file:line:col.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from generator.findings import ERROR, INPUT, Finding
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART_DIR = ROOT / "chart"
+DEFAULT_VALUES = CHART_DIR / "values.yaml"
+# Expanded node budget: a values file is a few hundred nodes; "billion laughs" is not.
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+MAX_BYTES = 4 * 1024 * 1024
+
+Path_ = tuple[str | int, ...]
+
+
+class _TooLarge(Exception):
+    """The expanded document exceeds MAX_NODES or MAX_DEPTH."""
+
+
+@dataclass
+class ValuesFile:
+    """A loaded values file: plain data (JSON-like, as Helm sees it) plus the round-trip
+    document that knows where every key is."""
+
+    path: str
+    data: dict[str, Any] = field(default_factory=dict)
+    doc: Any = None  # ruamel CommentedMap, or None when the file is empty
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the file was usable (no input findings)."""
+        return not self.findings
+
+    def position(self, path: Sequence[str | int]) -> tuple[int, int, bool]:
+        """1-based (line, col) of the deepest key of `path` present in the file, and whether
+        the whole path was found. (1, 1, False) when nothing of it is in the file."""
+        return locate(self.doc, path)
+
+
+def _yaml() -> YAML:
+    y = YAML(typ="rt")
+    # Kubernetes / Helm (sigs.k8s.io/yaml, go-yaml v2) read values as YAML 1.1:
+    # yes/no/on/off are booleans, 0755 is octal.
+    y.version = (1, 1)  # type: ignore[assignment]
+    y.allow_duplicate_keys = False
+    return y
+
+
+def _mark_finding(file: str, rule: str, exc: MarkedYAMLError, prefix: str, fix: str) -> Finding:
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark is not None else 1
+    col = mark.column + 1 if mark is not None else 1
+    problem = (exc.problem or "").strip()
+    context = (exc.context or "").strip()
+    msg = f"{prefix}: {problem}" if problem else prefix
+    if context and context not in msg:
+        msg += f" ({context}"
+        if exc.context_mark is not None and exc.problem_mark is not None:
+            msg += f" at line {exc.context_mark.line + 1}"
+        msg += ")"
+    return Finding(file, line, col, rule, ERROR, INPUT, "", msg, fix)
+
+
+def _to_plain(node: Any, budget: list[int], depth: int = 0) -> Any:
+    """Round-trip data -> the JSON-like data Helm sees (keys as strings, dates as strings),
+    counting expanded nodes so that aliases cannot multiply the work."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise _TooLarge()
+    if isinstance(node, Mapping):
+        return {_key(k): _to_plain(v, budget, depth + 1) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_to_plain(v, budget, depth + 1) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, (datetime.date, datetime.datetime)):
+        return node.isoformat()
+    if isinstance(node, str):
+        return str(node)
+    return str(node)
+
+
+def _key(key: Any) -> str:
+    """YAML 1.1 keys as go-yaml/JSON render them: true -> 'true', 1 -> '1'."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return str(key)
+
+
+def load_values(path: str | Path, display: str | None = None) -> ValuesFile:
+    """Load one values file; every problem becomes an input finding on the result."""
+    name = display if display is not None else str(path)
+    result = ValuesFile(path=name)
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        result.findings.append(Finding(name, 0, 0, "JHY005", ERROR, INPUT, "", "file not found",
+                                       "pass an existing values file"))
+        return result
+    except OSError as exc:
+        result.findings.append(Finding(name, 0, 0, "JHY005", ERROR, INPUT, "",
+                                       f"cannot read file: {exc.strerror or exc}",
+                                       "pass a readable values file"))
+        return result
+    if len(raw) > MAX_BYTES:
+        result.findings.append(Finding(name, 1, 1, "JHY004", ERROR, INPUT, "",
+                                       f"file is larger than {MAX_BYTES} bytes",
+                                       "a values file is a few KiB; pass the right file"))
+        return result
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        result.findings.append(Finding(name, 1, 1, "JHY001", ERROR, INPUT, "",
+                                       f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8"))
+        return result
+    return parse_values(text, name)
+
+
+def parse_values(text: str, name: str) -> ValuesFile:
+    """Parse values text (see load_values)."""
+    result = ValuesFile(path=name)
+    try:
+        docs = list(_yaml().load_all(text))
+    except MarkedYAMLError as exc:
+        if type(exc).__name__ == "DuplicateKeyError":
+            result.findings.append(_mark_finding(
+                name, "JHY002", exc, "duplicate key",
+                "remove one of the two entries; YAML keeps only one and tools disagree which"))
+        else:
+            result.findings.append(_mark_finding(name, "JHY001", exc, "YAML syntax error",
+                                                 "fix the YAML syntax (indentation, quoting, brackets)"))
+        return result
+    except YAMLError as exc:
+        result.findings.append(Finding(name, 1, 1, "JHY001", ERROR, INPUT, "", f"YAML error: {exc}",
+                                       "fix the YAML syntax"))
+        return result
+    except RecursionError:
+        result.findings.append(Finding(name, 1, 1, "JHY004", ERROR, INPUT, "",
+                                       "document nests too deeply", "flatten the document"))
+        return result
+    docs = [d for d in docs if d is not None] if len(docs) > 1 else docs
+    if len(docs) > 1:
+        line = 1
+        if isinstance(docs[1], (CommentedMap, CommentedSeq)) and docs[1].lc.line is not None:
+            line = docs[1].lc.line + 1
+        result.findings.append(Finding(name, line, 1, "JHY003", ERROR, INPUT, "",
+                                       f"{len(docs)} YAML documents; a values file is one mapping",
+                                       "split the documents into separate values files"))
+        return result
+    doc = docs[0] if docs else None
+    if doc is None:
+        return result  # empty file: no overrides, like helm
+    if not isinstance(doc, Mapping):
+        line = doc.lc.line + 1 if isinstance(doc, CommentedSeq) and doc.lc.line is not None else 1
+        kind = "a list" if isinstance(doc, list) else f"a scalar ({type(doc).__name__})"
+        result.findings.append(Finding(name, line, 1, "JHY003", ERROR, INPUT, "",
+                                       f"document is {kind}, not a mapping",
+                                       "a values file is a mapping of keys, e.g. `image: {tag: \"1\"}`"))
+        return result
+    try:
+        data = _to_plain(doc, [MAX_NODES])
+    except (_TooLarge, RecursionError):
+        result.findings.append(Finding(name, 1, 1, "JHY004", ERROR, INPUT, "",
+                                       f"document expands to more than {MAX_NODES} nodes or "
+                                       f"{MAX_DEPTH} levels (alias bomb?)",
+                                       "do not nest aliases; write the values out"))
+        return result
+    result.doc = doc
+    result.data = data
+    return result
+
+
+def locate(doc: Any, path: Sequence[str | int]) -> tuple[int, int, bool]:
+    """1-based position of the deepest existing element of `path` in a round-trip doc."""
+    line, col, found = 1, 1, True
+    node = doc
+    if node is None:
+        return 1, 1, False
+    for part in path:
+        if isinstance(node, CommentedMap):
+            key = _find_key(node, part)
+            if key is _MISSING:
+                return line, col, False
+            pos = node.lc.key(key)
+            node = node[key]
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            pos = node.lc.item(part)
+            node = node[part]
+        else:
+            return line, col, False
+        if pos and pos[0] is not None:
+            line, col = pos[0] + 1, pos[1] + 1
+    return line, col, found
+
+
+_MISSING = object()
+
+
+def _find_key(node: CommentedMap, part: str | int) -> Any:
+    if part in node:
+        return part
+    for k in node:
+        if _key(k) == str(part):
+            return k
+    return _MISSING
+
+
+def coalesce(defaults: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm's coalescing: user values over chart defaults, tables merged recursively, a user
+    `null` deletes the key, a user scalar replaces a default table."""
+    out: dict[str, Any] = copy.deepcopy(dict(user))
+    for key, dval in defaults.items():
+        if key in out:
+            uval = out[key]
+            if uval is None:
+                del out[key]
+            elif isinstance(uval, dict) and isinstance(dval, dict):
+                out[key] = coalesce(dval, uval)
+        else:
+            out[key] = copy.deepcopy(dval)
+    return out
+
+
+_defaults_cache: dict[str, ValuesFile] = {}
+
+
+def chart_defaults(chart_dir: Path = CHART_DIR) -> ValuesFile:
+    """chart/values.yaml, loaded once."""
+    key = str(chart_dir)
+    if key not in _defaults_cache:
+        _defaults_cache[key] = load_values(chart_dir / "values.yaml", display=_display(chart_dir / "values.yaml"))
+    return _defaults_cache[key]
+
+
+def merged(user: Mapping[str, Any], chart_dir: Path = CHART_DIR) -> dict[str, Any]:
+    """User values coalesced over the chart defaults: what the templates and the model see."""
+    return coalesce(chart_defaults(chart_dir).data, user)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,104 @@
+# generated — do not edit. Source: values-examples/openwhisk.yaml (regenerate with `make gen-tests`).
+# Expected values were computed by generator/model.py when this file was generated;
+# `jobhandlers gen-tests --check` fails when they or the example change.
+"""Lifecycle invariants of values-examples/openwhisk.yaml rendered for every kube version of the matrix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from generator import helm
+from generator.invariants import (
+    HOOK_WEIGHT,
+    annotations,
+    command_line,
+    deployments_by_role,
+    env_value,
+    hook_phases,
+    init_container,
+    of_kind,
+    pod_spec,
+    role_container,
+    secret_refs,
+)
+
+EXAMPLE = helm.REPO_ROOT / 'values-examples/openwhisk.yaml'
+KUBE_VERSIONS = ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']
+MIGRATION_ENABLED = True
+HOOK_MODE = True
+HOOK_WEIGHT_VALUE = -5
+WAIT_FOR_MIGRATIONS = True
+SCHEMA_CHECK = 'workload db check'
+IMAGE_TAG = '1'
+# role -> effective terminationGracePeriodSeconds, DRAIN_DEADLINE_SECONDS, PDB on/off.
+ROLES = {
+    'invoker': {'drain_deadline': 130, 'grace': 145, 'pdb': True},
+}
+# kube version -> startupProbe rendered, liveness initialDelaySeconds, probe-level grace, PDB apiVersion.
+PER_VERSION = {
+    '1.16': {'liveness_initial_delay': 180, 'pdb_api_version': 'policy/v1beta1', 'probe_grace': None, 'startup_probe': False},
+    '1.17': {'liveness_initial_delay': 180, 'pdb_api_version': 'policy/v1beta1', 'probe_grace': None, 'startup_probe': False},
+    '1.18': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1beta1', 'probe_grace': None, 'startup_probe': True},
+    '1.20': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1beta1', 'probe_grace': None, 'startup_probe': True},
+    '1.25': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1', 'probe_grace': 15, 'startup_probe': True},
+    '1.28': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1', 'probe_grace': 15, 'startup_probe': True},
+    '1.34': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1', 'probe_grace': 15, 'startup_probe': True},
+    '1.37': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1', 'probe_grace': 15, 'startup_probe': True},
+}
+
+
+@pytest.fixture(scope="module", params=KUBE_VERSIONS)
+def rendered(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
+    """The example rendered by the real helm for one kube version."""
+    return request.param, helm.render([EXAMPLE], kube_version=request.param)
+
+
+def test_roles_rendered(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    _, objects = rendered
+    assert sorted(deployments_by_role(objects)) == sorted(ROLES)
+
+
+def test_migration_job_is_pre_install_pre_upgrade_hook(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    _, objects = rendered
+    jobs = of_kind(objects, "Job")
+    assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
+    assert hook_phases(jobs[0]) == {"pre-install", "pre-upgrade"}
+    assert annotations(jobs[0])[HOOK_WEIGHT] == str(HOOK_WEIGHT_VALUE)
+
+
+def test_wait_for_migrations_gates_every_handler(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    _, objects = rendered
+    for role, deployment in deployments_by_role(objects).items():
+        init = init_container(deployment)
+        if not WAIT_FOR_MIGRATIONS:
+            assert init is None, role
+            continue
+        assert init is not None, f"{role}: no wait-for-migrations init container"
+        assert SCHEMA_CHECK in command_line(init), f"{role}: init container does not run {SCHEMA_CHECK!r}"
+
+
+def test_grace_and_drain_deadline(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    _, objects = rendered
+    for role, deployment in deployments_by_role(objects).items():
+        assert pod_spec(deployment)["terminationGracePeriodSeconds"] == ROLES[role]["grace"], role
+        assert env_value(role_container(deployment), "DRAIN_DEADLINE_SECONDS") == str(ROLES[role]["drain_deadline"]), role
+
+
+def test_probes_per_version(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    version, objects = rendered
+    expected = PER_VERSION[version]
+    for role, deployment in deployments_by_role(objects).items():
+        container = role_container(deployment)
+        assert ("startupProbe" in container) == expected["startup_probe"], role
+        liveness = container["livenessProbe"]
+        assert liveness.get("initialDelaySeconds", 0) == expected["liveness_initial_delay"], role
+        assert liveness.get("terminationGracePeriodSeconds") == expected["probe_grace"], role
+
+
+def test_pdb_api_version(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    version, objects = rendered
+    pdbs = of_kind(objects, "PodDisruptionBudget")
+    assert len(pdbs) == sum(1 for r in ROLES.values() if r["pdb"])
+    assert {p["apiVersion"] for p in pdbs} <= {PER_VERSION[version]["pdb_api_version"]}

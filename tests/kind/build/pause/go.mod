@@ -1,0 +1,3 @@
+module jobhandlers.local/kind/pause
+
+go 1.24

@@ -1,0 +1,110 @@
+"""Session fixtures for tests on the live kind cluster (smoke + scenarios).
+
+The cluster must exist (``make kind-up``); a missing cluster is an error,
+never a skip. Kubeconfig: $KUBECONFIG, else tests/kind/.work/kubeconfig.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+from kubernetes import client, config
+
+from kindtest import DEFAULT_KUBECONFIG, KIND_DIR, ROOT, wait_for
+
+@pytest.fixture(scope="session")
+def kind_cluster_name() -> str:
+    """Name of the kind cluster under test."""
+    return os.environ.get("KIND_CLUSTER_NAME", "jobhandlers")
+
+
+@pytest.fixture(scope="session")
+def kind_bin() -> str:
+    """Path of the kind binary (make tools builds bin/kind)."""
+    path = os.environ.get("KIND", str(ROOT / "bin" / "kind"))
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"kind binary {path} not found: run `make tools`")
+    return path
+
+
+@pytest.fixture(scope="session")
+def kubeconfig_path() -> Path:
+    """Kubeconfig of the live cluster; fails loudly when the cluster is absent."""
+    path = Path(os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
+    if not path.is_file():
+        pytest.fail(f"no kubeconfig at {path}: run `make kind-up` first")
+    return path
+
+
+@pytest.fixture(scope="session")
+def k8s_api(kubeconfig_path: Path) -> client.ApiClient:
+    """ApiClient for the cluster, checked to answer."""
+    api = config.new_client_from_config(config_file=str(kubeconfig_path))
+    try:
+        client.VersionApi(api).get_code(_request_timeout=10)
+    except Exception as exc:  # noqa: BLE001 - any failure here means no usable cluster
+        pytest.fail(f"cluster from {kubeconfig_path} does not answer ({exc}): run `make kind-up`")
+    return api
+
+
+@pytest.fixture(scope="session")
+def core_v1(k8s_api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(k8s_api)
+
+
+@pytest.fixture(scope="session")
+def apps_v1(k8s_api: client.ApiClient) -> client.AppsV1Api:
+    return client.AppsV1Api(k8s_api)
+
+
+@pytest.fixture(scope="session")
+def batch_v1(k8s_api: client.ApiClient) -> client.BatchV1Api:
+    return client.BatchV1Api(k8s_api)
+
+
+@pytest.fixture(scope="session")
+def load_image(kind_bin: str, kind_cluster_name: str) -> Callable[[str], str]:
+    """Return a function that loads a local docker image into every node."""
+
+    def load(image: str) -> str:
+        result = subprocess.run(
+            [kind_bin, "load", "docker-image", "--name", kind_cluster_name, image],
+            capture_output=True, text=True, timeout=300,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"kind load docker-image {image} failed:\n{result.stderr}")
+        return image
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def smoke_image(load_image: Callable[[str], str]) -> str:
+    """The locally built smoke-agent image, loaded into the cluster."""
+    result = subprocess.run(
+        [str(KIND_DIR / "scripts" / "smoke-image.sh")], capture_output=True, text=True, timeout=600,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"building the smoke image failed:\n{result.stderr}")
+    return load_image(result.stdout.strip())
+
+
+@pytest.fixture
+def namespace(core_v1: client.CoreV1Api, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (labels via indirect param)."""
+    labels = getattr(request, "param", None) or {}
+    stem = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
+    name = f"t-{stem}-{uuid.uuid4().hex[:5]}"
+    core_v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels)))
+    wait_for(
+        lambda: any(sa.metadata.name == "default" for sa in core_v1.list_namespaced_service_account(name).items),
+        60, f"default service account in {name}",
+    )
+    yield name
+    core_v1.delete_namespace(name, propagation_policy="Background")

@@ -1,0 +1,30 @@
+# kind cluster targets (included by the top Makefile). Offline by default when no
+# registry is reachable: the node image is built from Debian packages and Go
+# modules (tests/kind/node, tests/kind/build), cached under $(JH_CACHE).
+KIND_CLUSTER_NAME ?= jobhandlers
+KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v1.34
+KIND_WORKERS      ?= 0
+KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
+JH_CACHE          ?= /var/cache/jobhandlers
+export KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
+KIND_ENV := KIND=$(KIND)
+
+.PHONY: docker-up kind-node-image kind-up kind-down test-kind-smoke test-kind
+
+docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for this kernel)
+	tests/images/docker-up.sh
+
+kind-node-image: docker-up ## build the offline kind node image (cached by its inputs)
+	tests/kind/node/build-node.sh $(KIND_NODE_IMAGE)
+
+kind-up: $(KIND) docker-up ## create the kind cluster, wait for Ready; kubeconfig in $(KIND_KUBECONFIG)
+	$(KIND_ENV) tests/kind/scripts/kind-up.sh
+
+kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers remain
+	$(KIND_ENV) tests/kind/scripts/kind-down.sh
+
+test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
+
+test-kind: kind-up venv ## every kind test (smoke + scenarios) on the live cluster
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind

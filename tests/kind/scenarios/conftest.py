@@ -1,0 +1,123 @@
+"""Fixtures of the kind scenarios: the cluster (KUBECONFIG or the kind-up kubeconfig), the
+images loaded into it, the external PostgreSQL, and one fresh Scenario per test
+(restricted namespace + database + helm release), dumped on failure and removed after."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from jhkind import postgres as pg_mod
+from jhkind import setup
+from jhkind.helm import ROOT
+from jhkind.cluster import RESTRICTED_LABELS, Kube
+from jhkind.helm import Helm
+from jhkind.progress import Progress
+from jhkind.scenario import Scenario
+
+RESULTS = ROOT / "bench-results"
+
+
+def _fail(exc: Exception) -> None:
+    pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kind_kubeconfig() -> str:
+    """KUBECONFIG when given, else the kubeconfig `make kind-up` wrote; a missing one fails."""
+    try:
+        return setup.kubeconfig()
+    except setup.SetupError as exc:
+        _fail(exc)
+        raise
+
+
+@pytest.fixture(scope="session")
+def kube_config(kind_kubeconfig: str) -> str:
+    """pytest-helm-charts' kube_config, pointed at the kind cluster."""
+    return kind_kubeconfig
+
+
+@pytest.fixture(scope="session")
+def kube(kind_kubeconfig: str) -> Kube:
+    k = Kube(kind_kubeconfig)
+    try:
+        version = k.server_version()
+    except Exception as exc:
+        pytest.fail(f"cannot reach the cluster of {kind_kubeconfig}: {exc}", pytrace=False)
+    Progress("session").note(f"cluster {kind_kubeconfig}: Kubernetes {version}")
+    return k
+
+
+@pytest.fixture(scope="session")
+def helm(kind_kubeconfig: str) -> Helm:
+    try:
+        return Helm(kind_kubeconfig)
+    except FileNotFoundError as exc:
+        _fail(exc)
+        raise
+
+
+@pytest.fixture(scope="session")
+def images_loaded(kind_cluster_name: str) -> list[str]:
+    """Build the images when missing (`make image`) and `kind load` them into the cluster."""
+    try:
+        return setup.load_images(Progress("session"), kind_cluster_name)
+    except setup.SetupError as exc:
+        _fail(exc)
+        raise
+
+
+@pytest.fixture(scope="session")
+def postgres(kube: Kube, images_loaded: list[str]) -> pg_mod.Postgres:
+    p = Progress("session")
+    with p.phase("external PostgreSQL (namespace jh-postgres)"):
+        return pg_mod.install(kube)
+
+
+@pytest.fixture(scope="session")
+def scenario_summary() -> Iterator[dict]:
+    """Per-scenario phase timings and facts, written to bench-results/kind-scenarios.json."""
+    summary: dict = {}
+    yield summary
+    if summary:
+        RESULTS.mkdir(exist_ok=True)
+        tmp = RESULTS / "kind-scenarios.json.tmp"
+        tmp.write_text(json.dumps(summary, indent=2, default=str))
+        tmp.replace(RESULTS / "kind-scenarios.json")
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+@pytest.fixture
+def scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
+             namespace_factory_function_scope, scenario_summary: dict, tmp_path: Path) -> Iterator[Scenario]:
+    """A fresh namespace (PSA restricted), database and release for one test."""
+    short = request.node.name.split("[")[0].removeprefix("test_")[:18].rstrip("_").replace("_", "-")
+    namespace = f"jh-{short}-{secrets.token_hex(2)}"
+    progress = Progress(short)
+    with progress.phase(f"namespace {namespace} + database"):
+        namespace_factory_function_scope(namespace, extra_metadata={"labels": dict(RESTRICTED_LABELS)})
+        sc = Scenario(kube, helm, postgres, namespace, tmp_path, progress, kube_cluster.kube_client).open()
+    started = time.monotonic()
+    try:
+        yield sc
+    finally:
+        rep = getattr(request.node, "rep_call", None)
+        failed = rep is None or rep.failed
+        with progress.phase("cleanup"):
+            sc.close(failed, delete_namespace=False)  # the namespace factory deletes and waits
+        scenario_summary[request.node.name] = {
+            "passed": not failed, "seconds": round(time.monotonic() - started, 1),
+            "phases": progress.phases, "facts": progress.facts,
+        }

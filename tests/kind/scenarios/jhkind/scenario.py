@@ -1,0 +1,209 @@
+"""One scenario = one namespace (restricted PSA), one database, one helm release, one
+timeline; plus the operations the tests perform on it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from .client import Client
+from .cluster import Kube, job_state, parse_time, pod_ready, restart_count
+from .diagnostics import dump_namespace
+from .helm import Helm, HelmResult, deep_merge, write_values
+from .jobs import JobsDb
+from .observe import Timeline, is_handler_pod
+from .postgres import Postgres
+from .progress import Progress
+from .waits import wait_until
+
+RELEASE = "jh"
+WORKLOAD_IMAGE = "jobhandlers/workload"
+POSTGRES_IMAGE = "jobhandlers/postgres:15"
+
+
+def base_values(pg_host: str, database: str, password: str) -> dict[str, Any]:
+    """Small, fast lifecycle settings every scenario starts from (overridden per test)."""
+    small = {"requests": {"cpu": "10m", "memory": "64Mi"}}
+    return {
+        "image": {"repository": WORKLOAD_IMAGE, "tag": "1", "pullPolicy": "IfNotPresent"},
+        "database": {"host": pg_host, "port": 5432, "name": database, "user": database, "password": password},
+        "migration": {"backoffLimit": 0, "activeDeadlineSeconds": 300,
+                      "waitForDatabase": {"timeoutSeconds": 60, "intervalSeconds": 1}},
+        "waitForMigrations": {"timeoutSeconds": 300, "intervalSeconds": 1},
+        "heartbeat": {"intervalSeconds": 1},
+        "readiness": {"maxAgeSeconds": 10, "periodSeconds": 2, "failureThreshold": 1, "timeoutSeconds": 2},
+        "startupProbe": {"periodSeconds": 1, "failureThreshold": 120, "timeoutSeconds": 2},
+        "drain": {"runtimeMultiplier": 1.0, "bufferSeconds": 10, "preStopSeconds": 3},
+        "handlers": {
+            "web": {"replicas": 1, "maxJobRuntimeSeconds": 5, "resources": small,
+                    "env": [{"name": "WORKLOAD_POLL_SECONDS", "value": "0.5"}]},
+            "job": {"replicas": 1, "maxJobRuntimeSeconds": 30, "resources": small,
+                    "env": [{"name": "WORKLOAD_POLL_SECONDS", "value": "0.5"},
+                            {"name": "WORKLOAD_LEASE_SECONDS", "value": "10"},
+                            {"name": "WORKLOAD_CONCURRENCY", "value": "4"}]},
+        },
+    }
+
+
+class Scenario:
+    """Everything one test needs; `close()` removes it again."""
+
+    def __init__(self, kube: Kube, helm: Helm, pg: Postgres, namespace: str, workdir: Path,
+                 progress: Progress, pykube_client: Any = None):
+        self.kube = kube
+        self.helm = helm
+        self.pg = pg
+        self.namespace = namespace
+        self.release = RELEASE
+        self.database = namespace.replace("-", "_")
+        self.password = secrets.token_hex(12)
+        self.workdir = workdir
+        self.progress = progress
+        self.pykube = pykube_client
+        self.db = JobsDb(pg, self.database)
+        self.timeline = Timeline(kube, namespace)
+        self.values: dict[str, Any] = {}
+        self._client: Client | None = None
+        self._n = 0
+
+    # ---- lifecycle of the scenario itself ----
+    def open(self) -> "Scenario":
+        self.pg.create_database(self.database, self.password)
+        self.timeline.start()
+        return self
+
+    def close(self, failed: bool, delete_namespace: bool = True) -> None:
+        if failed:
+            dump_namespace(self.kube, self.namespace, self.helm.status(self.release, self.namespace))
+        self.timeline.stop()
+        for pod in self.kube.pods(self.namespace):  # no drain waits during cleanup
+            self.kube._ignore_404(self.kube.core.delete_namespaced_pod, pod["metadata"]["name"], self.namespace,
+                                  grace_period_seconds=0)
+        if delete_namespace:
+            self.kube.delete_namespace(self.namespace)
+        try:
+            self.pg.drop_database(self.database)
+        except Exception as exc:  # cleanup must not hide the result
+            print(f"warning: could not drop database {self.database}: {exc}")
+
+    # ---- helm ----
+    def values_for(self, *overrides: dict) -> dict[str, Any]:
+        return deep_merge(base_values(self.pg.host, self.database, self.password), *overrides)
+
+    def _values_file(self, values: dict) -> Path:
+        self._n += 1
+        return write_values(self.workdir / f"values-{self._n}.yaml", values)
+
+    def install(self, *overrides: dict, timeout_s: int = 300, wait: bool = True) -> HelmResult:
+        self.values = self.values_for(*overrides)
+        return self.helm.install(self.release, self.namespace, [self._values_file(self.values)], timeout_s, wait)
+
+    def upgrade(self, *overrides: dict, timeout_s: int = 300) -> HelmResult:
+        self.values = self.values_for(*overrides)
+        return self.helm.upgrade(self.release, self.namespace, [self._values_file(self.values)], timeout_s)
+
+    # ---- objects ----
+    def deployments(self) -> dict[str, dict]:
+        """role -> Deployment."""
+        return {d["metadata"]["labels"]["app.kubernetes.io/component"]: d for d in self.kube.deployments(self.namespace)}
+
+    def handler_pods(self, role: str | None = None, live_only: bool = True) -> list[dict]:
+        sel = f"app.kubernetes.io/instance={self.release}" + (f",app.kubernetes.io/component={role}" if role else "")
+        pods = [p for p in self.kube.pods(self.namespace, sel) if is_handler_pod(p)]
+        if live_only:
+            pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        return pods
+
+    def hook_jobs(self) -> list[dict]:
+        return [j for j in self.kube.jobs(self.namespace)
+                if "helm.sh/hook" in ((j["metadata"].get("annotations")) or {})]
+
+    def migration_jobs(self) -> list[dict]:
+        return [j for j in self.kube.jobs(self.namespace)
+                if (j["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "migration"]
+
+    def grace(self, role: str) -> int:
+        return int(self.deployments()[role]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"])
+
+    def web_base(self) -> str:
+        for svc in self.kube.core.list_namespaced_service(self.namespace).items:
+            if (svc.metadata.labels or {}).get("app.kubernetes.io/component") == "web":
+                return f"http://{svc.metadata.name}:{svc.spec.ports[0].port}"
+        raise AssertionError(f"no web Service in namespace {self.namespace}")
+
+    def client(self) -> Client:
+        if self._client is None:
+            image = f"{WORKLOAD_IMAGE}:1"
+            self._client = Client(self.kube, self.namespace, self.web_base(), image).start()
+        return self._client
+
+    # ---- conditions ----
+    def all_handlers_ready(self) -> bool:
+        """Every Deployment at its replica count with only Ready, up-to-date pods."""
+        deps = self.deployments()
+        if not deps:
+            return False
+        for role, dep in deps.items():
+            want = int(dep["spec"].get("replicas") or 0)
+            st = dep.get("status") or {}
+            if int(st.get("observedGeneration") or 0) < int(dep["metadata"]["generation"]):
+                return False
+            if int(st.get("updatedReplicas") or 0) != want or int(st.get("readyReplicas") or 0) != want:
+                return False
+            pods = self.handler_pods(role, live_only=False)
+            if len(pods) != want or not all(pod_ready(p) for p in pods):
+                return False
+        return True
+
+    def wait_handlers_ready(self, timeout: float = 180) -> None:
+        wait_until(self.all_handlers_ready, timeout, "every handler Deployment to be fully Ready",
+                   describe=self.describe_pods)
+        if self.pykube is not None:  # and the same through pytest-helm-charts' own wait
+            from pytest_helm_charts.k8s.deployment import wait_for_deployments_to_run
+            names = [d["metadata"]["name"] for d in self.deployments().values()]
+            wait_for_deployments_to_run(self.pykube, names, self.namespace, 30)
+
+    def describe_pods(self) -> str:
+        parts = []
+        for p in self.kube.pods(self.namespace):
+            parts.append(f"{p['metadata']['name']}:{(p.get('status') or {}).get('phase')}"
+                         f"/ready={pod_ready(p)}/restarts={restart_count(p)}")
+        return "pods: " + ", ".join(parts)
+
+    def wait_job(self, name: str, timeout: float) -> str:
+        """Our own Job wait: all conditions are read (see cluster.job_state)."""
+        def done() -> str | None:
+            job = self.kube.to_dict(self.kube.batch.read_namespaced_job(name, self.namespace))
+            state = job_state(job)
+            return state if state != "running" else None
+        return wait_until(done, timeout, f"Job {name} to finish")
+
+    def restart_role(self, role: str) -> float:
+        """`kubectl rollout restart` of one role; returns the local time it was requested."""
+        dep = self.deployments()[role]
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": now}}}}}
+        t = time.time()
+        self.kube.apps.patch_namespaced_deployment(dep["metadata"]["name"], self.namespace, patch)
+        return t
+
+    def wait_rollout(self, role: str, old_uids: set[str], timeout: float) -> None:
+        """The role's Deployment is fully updated and Ready, and every old pod is gone."""
+        def done() -> bool:
+            live = {p["metadata"]["uid"] for p in self.handler_pods(role, live_only=False)}
+            return self.all_handlers_ready() and not (live & old_uids)
+        wait_until(done, timeout, f"the rollout of role {role} (old pods gone, new pods Ready)",
+                   describe=self.describe_pods)
+
+    def handler_restarts(self) -> dict[str, int]:
+        """pod -> highest restart count seen on the timeline (handler pods only)."""
+        from .observe import max_restarts
+        return max_restarts(self.timeline, is_handler_pod)
+
+
+def job_completed_at(job: dict) -> float | None:
+    st = job.get("status") or {}
+    return parse_time(st.get("completionTime"))

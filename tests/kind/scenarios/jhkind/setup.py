@@ -1,0 +1,61 @@
+"""Cluster-level preparation shared by the scenarios and the benchmark: which cluster,
+the images inside it, the external PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from .helm import ROOT
+from .progress import Progress
+from .scenario import POSTGRES_IMAGE, WORKLOAD_IMAGE
+
+BIN = ROOT / "bin"
+# Where `make kind-up` writes the kubeconfig and which cluster it creates (tests/kind/kind.mk).
+DEFAULT_KUBECONFIG = ROOT / "tests" / "kind" / ".work" / "kubeconfig"
+DEFAULT_CLUSTER = "jobhandlers"
+IMAGES = [f"{WORKLOAD_IMAGE}:1", f"{WORKLOAD_IMAGE}:2", POSTGRES_IMAGE]
+
+
+class SetupError(Exception):
+    """The cluster or the images are not usable; the message says what to run."""
+
+
+def cluster_name() -> str:
+    return os.environ.get("KIND_CLUSTER_NAME") or DEFAULT_CLUSTER
+
+
+def kubeconfig() -> str:
+    """KUBECONFIG when given, else the kubeconfig `make kind-up` wrote."""
+    path = os.environ.get("KUBECONFIG") or str(DEFAULT_KUBECONFIG)
+    if not Path(path).is_file():
+        raise SetupError(f"no kubeconfig at {path}: run `make kind-up` (or set KUBECONFIG to a cluster's kubeconfig)")
+    return path
+
+
+def _run(cmd: list[str], what: str, timeout: float = 900) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise SetupError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def load_images(progress: Progress, name: str | None = None) -> list[str]:
+    """Build the images when missing (`make image`), then `kind load` them (kind skips
+    images the node already has). JH_SKIP_KIND_LOAD=1: a non-kind cluster that has them."""
+    name = name or cluster_name()
+    missing = [img for img in IMAGES
+               if subprocess.run(["docker", "image", "inspect", img], capture_output=True).returncode != 0]
+    if missing:
+        with progress.phase(f"make image (missing: {', '.join(missing)})"):
+            _run(["make", "-C", str(ROOT), "image"], "make image", timeout=1800)
+    if os.environ.get("JH_SKIP_KIND_LOAD") == "1":
+        return IMAGES
+    clusters = _run([str(BIN / "kind"), "get", "clusters"], "kind get clusters").split()
+    if name not in clusters:
+        raise SetupError(f"kind cluster {name!r} not found (have: {clusters}); run `make kind-up`, or set "
+                         "KIND_CLUSTER_NAME, or JH_SKIP_KIND_LOAD=1 for a cluster that already has the images")
+    with progress.phase(f"kind load {' '.join(IMAGES)}"):
+        _run([str(BIN / "kind"), "load", "docker-image", *IMAGES, "--name", name], "kind load")
+    return IMAGES

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Delete the kind cluster and check that none of its containers are left.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+kind_dir=$(cd "$here/.." && pwd)
+source "$kind_dir/../images/lib.sh"
+KIND=${KIND:-kind}
+name=${KIND_CLUSTER_NAME:-jobhandlers}
+kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
+docker info >/dev/null 2>&1 || { log "dockerd not running: nothing to delete"; exit 0; }
+"$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
+rm -f "$kubeconfig" "$kubeconfig.delete"
+left=$(docker ps -aq --filter "label=io.x-k8s.io/kind.cluster=$name")
+[[ -z $left ]] || die "containers of cluster $name still exist: $left"
+log "cluster $name deleted, no containers left"

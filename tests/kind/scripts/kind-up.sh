@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Create the kind cluster (idempotent) and wait for every node to be Ready.
+# Offline path (KIND_OFFLINE=1, or no registry reachable): the node image is
+# built locally (build-node.sh), the default CNI is replaced by a static ptp
+# conflist per node plus routes between nodes. Online path: kind's stock image.
+# Env: KIND (kind binary), KIND_CLUSTER_NAME, KIND_WORKERS (default 0),
+#      KIND_NODE_IMAGE, KIND_OFFLINE, KIND_KUBECONFIG, KIND_READY_TIMEOUT (s).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+kind_dir=$(cd "$here/.." && pwd)
+source "$kind_dir/../images/lib.sh"
+KIND=${KIND:-kind}
+name=${KIND_CLUSTER_NAME:-jobhandlers}
+workers=${KIND_WORKERS:-0}
+kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
+node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v1.34}
+timeout=${KIND_READY_TIMEOUT:-300}
+pod_subnet=10.244.0.0/16
+[[ $workers =~ ^[0-9]+$ ]] || die "KIND_WORKERS=$workers must be a number"
+command -v "$KIND" >/dev/null || die "kind binary '$KIND' not found (run: make tools)"
+t0=$SECONDS
+"$kind_dir/../images/docker-up.sh"
+mkdir -p "$(dirname "$kubeconfig")"
+
+offline=${KIND_OFFLINE:-}
+if [[ -z $offline ]]; then
+  # a registry answers a search only when it is reachable
+  if timeout 15 docker search --limit 1 kindest/node >/dev/null 2>&1; then offline=0; else offline=1; fi
+  log "registry reachable: $([[ $offline == 0 ]] && echo yes || echo no)"
+fi
+
+kubectl() { "$kind_dir/scripts/kubectl.sh" --kubeconfig "$kubeconfig" "$@"; }
+
+if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
+  log "cluster $name exists"
+  "$KIND" get kubeconfig --name "$name" > "$kubeconfig.tmp" && mv "$kubeconfig.tmp" "$kubeconfig"
+else
+  cfg=$kind_dir/.work/kind-$name.yaml
+  {
+    echo "kind: Cluster"
+    echo "apiVersion: kind.x-k8s.io/v1alpha4"
+    echo "name: $name"
+    echo "networking:"
+    echo "  podSubnet: $pod_subnet"
+    [[ $offline == 1 ]] && echo "  disableDefaultCNI: true"
+    echo "nodes:"
+    echo "- role: control-plane"
+    [[ $offline == 1 ]] && echo "  image: $node_image"
+    for ((i = 0; i < workers; i++)); do
+      echo "- role: worker"
+      [[ $offline == 1 ]] && echo "  image: $node_image"
+    done
+  } > "$cfg"
+  if [[ $offline == 1 ]]; then
+    t=$SECONDS; "$kind_dir/node/build-node.sh" "$node_image"
+    log "node image ready in $((SECONDS - t)) s"
+  fi
+  t=$SECONDS
+  KUBECONFIG=$kubeconfig "$KIND" create cluster --config "$cfg" --retain=false
+  log "kind create cluster took $((SECONDS - t)) s"
+fi
+
+nodes=$(docker ps -q --filter "label=io.x-k8s.io/kind.cluster=$name" --format '{{.Names}}' \
+        | grep -v -- '-external-load-balancer$' | sort)
+[[ -n $nodes ]] || die "no node containers found for cluster $name"
+
+if [[ $offline == 1 ]]; then
+  # static CNI: each node routes its own podCIDR to ptp veths, other nodes' via their IP
+  deadline=$((SECONDS + timeout))
+  declare -A cidr ip
+  for n in $nodes; do
+    until cidr[$n]=$(kubectl get node "$n" -o jsonpath='{.spec.podCIDR}' 2>/dev/null) && [[ -n ${cidr[$n]} ]]; do
+      ((SECONDS < deadline)) || die "node $n got no podCIDR within ${timeout}s"
+      sleep 2
+    done
+    ip[$n]=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$n")
+  done
+  for n in $nodes; do
+    conf='{"cniVersion":"1.0.0","name":"kind-static","plugins":[
+  {"type":"ptp","ipMasq":true,"mtu":1500,
+   "ipam":{"type":"host-local","ranges":[[{"subnet":"'"${cidr[$n]}"'"}]],"routes":[{"dst":"0.0.0.0/0"}]}},
+  {"type":"portmap","capabilities":{"portMappings":true}}]}'
+    docker exec -i "$n" sh -ec 'cat > /etc/cni/net.d/.10-kind-static.tmp && mv /etc/cni/net.d/.10-kind-static.tmp /etc/cni/net.d/10-kind-static.conflist' <<<"$conf"
+    for m in $nodes; do
+      [[ $m == "$n" ]] && continue
+      docker exec "$n" ip route replace "${cidr[$m]}" via "${ip[$m]}"
+    done
+  done
+  log "static CNI installed on: $(echo $nodes)"
+fi
+
+log "waiting up to ${timeout}s for nodes Ready"
+kubectl wait --for=condition=Ready node --all --timeout="${timeout}s" >/dev/null
+kubectl -n kube-system rollout status deployment/coredns --timeout="${timeout}s" >/dev/null
+log "cluster $name Ready in $((SECONDS - t0)) s; KUBECONFIG=$kubeconfig"

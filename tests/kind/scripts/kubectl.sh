@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# kubectl for the tests: the one built with the node image, else the host's.
+set -euo pipefail
+source "$(cd "$(dirname "$0")" && pwd)/../../images/lib.sh"
+if [[ -x $JH_CACHE/k8s-bin/kubectl ]]; then exec "$JH_CACHE/k8s-bin/kubectl" "$@"; fi
+command -v kubectl >/dev/null || die "no kubectl: run 'make kind-node-image' (it builds one) or install kubectl"
+exec kubectl "$@"

@@ -1,0 +1,3 @@
+module jobhandlers.local/kind/smoke-agent
+
+go 1.24

@@ -1,0 +1,33 @@
+"""Render-test fixtures: one `helm template` per (example, kube version) per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from generator.values import load_values, merged
+from render_helpers import EXAMPLES, RenderCache
+
+
+@pytest.fixture(scope="session")
+def render_cache() -> RenderCache:
+    """The session's render cache (helm 4 by default, helm 3 on request)."""
+    assert EXAMPLES, "no values-examples/*.yaml found"
+    return RenderCache()
+
+
+@pytest.fixture(scope="session")
+def example_values() -> Callable[[Path], dict[str, Any]]:
+    """example path -> chart defaults coalesced with the example (what helm renders from)."""
+    cache: dict[Path, dict[str, Any]] = {}
+
+    def get(example: Path) -> dict[str, Any]:
+        if example not in cache:
+            loaded = load_values(example)
+            assert loaded.ok, [str(f) for f in loaded.findings]
+            cache[example] = merged(loaded.data)
+        return cache[example]
+
+    return get

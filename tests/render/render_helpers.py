@@ -1,0 +1,107 @@
+"""Shared helpers of the render tests: the matrix, a per-session render cache, accessors.
+
+(A module of its own, not conftest.py: tests/unit has a conftest.py too.)
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from generator import helm, model
+
+EXAMPLES: list[Path] = helm.examples()
+VERSIONS: tuple[str, ...] = model.KUBE_VERSIONS
+MATRIX: list[tuple[Path, str]] = [(e, v) for e in EXAMPLES for v in VERSIONS]
+
+
+def case_id(example: Path, version: str) -> str:
+    """Parametrize id such as galaxy-1.25."""
+    return f"{example.stem}-{version}"
+
+
+MATRIX_IDS = [case_id(e, v) for e, v in MATRIX]
+Objects = list[dict[str, Any]]
+
+
+class RenderCache:
+    """Renders every (example, version) of the matrix once per session and helm major:
+    the first request for a major renders the whole matrix with one helm process per core."""
+
+    def __init__(self) -> None:
+        self._objects: dict[tuple[str, str, int], Objects] = {}
+
+    def _prefetch(self, major: int) -> None:
+        binary = helm.find_helm(major)
+
+        def one(case: tuple[Path, str]) -> Objects:
+            return helm.render([case[0]], kube_version=case[1], helm_binary=binary)
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            for (example, version), objs in zip(MATRIX, pool.map(one, MATRIX)):
+                self._objects[(str(example), version, major)] = objs
+
+    def get(self, example: Path, version: str, major: int = 4) -> Objects:
+        key = (str(example), version, major)
+        if key not in self._objects and (example, version) in MATRIX:
+            self._prefetch(major)
+        if key not in self._objects:
+            self._objects[key] = helm.render([example], kube_version=version, helm_binary=helm.find_helm(major))
+        return self._objects[key]
+
+
+def kinds(objects: Objects, kind: str) -> list[dict[str, Any]]:
+    """Objects of one kind."""
+    return helm.by_kind(objects, kind)
+
+
+def named(objects: Objects, kind: str, name: str) -> dict[str, Any] | None:
+    """The object of a kind and name, or None."""
+    for obj in kinds(objects, kind):
+        if obj["metadata"]["name"] == name:
+            return obj
+    return None
+
+
+def annotations(obj: dict[str, Any]) -> dict[str, str]:
+    """metadata.annotations or {}."""
+    return obj["metadata"].get("annotations") or {}
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    """spec.template.spec of a Deployment or Job."""
+    return obj["spec"]["template"]["spec"]
+
+
+def env_map(container: dict[str, Any]) -> dict[str, Any]:
+    """env name -> value (or the valueFrom dict)."""
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
+
+
+def role_of(deployment: dict[str, Any]) -> str:
+    """The role a Deployment runs (its component label)."""
+    return deployment["metadata"]["labels"]["app.kubernetes.io/component"]
+
+
+def main_container(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The handler container (named after the role)."""
+    role = role_of(deployment)
+    (container,) = [c for c in pod_spec(deployment)["containers"] if c["name"] == role]
+    return container
+
+
+def init_container(obj: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """An init container by name, or None."""
+    for c in pod_spec(obj).get("initContainers") or []:
+        if c["name"] == name:
+            return c
+    return None
+
+
+def migration_job(objects: Objects) -> dict[str, Any] | None:
+    """The migration Job, or None."""
+    jobs = kinds(objects, "Job")
+    assert len(jobs) <= 1, [j["metadata"]["name"] for j in jobs]
+    return jobs[0] if jobs else None

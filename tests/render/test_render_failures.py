@@ -1,0 +1,81 @@
+"""Values the chart refuses at render time, with messages that name the numbers and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator import helm, model
+
+DEFAULTS_JOB = model.computed_grace(300, 1.0, 30, 10)  # chart/values.yaml: handlers.job
+
+
+def fail_message(**kwargs) -> str:
+    with pytest.raises(helm.HelmRenderError) as info:
+        helm.render(**kwargs)
+    return info.value.message
+
+
+def test_too_short_grace_override_fails_naming_both_numbers():
+    msg = fail_message(overrides={"handlers": {"job": {"terminationGracePeriodSeconds": 100}}})
+    assert msg.startswith("jobhandlers: handlers.job.terminationGracePeriodSeconds=100 ")
+    assert f"computed drain grace {DEFAULTS_JOB}" in msg
+    assert f"at least {DEFAULTS_JOB}" in msg
+
+
+def test_too_short_by_one_fails_and_equal_or_longer_renders():
+    over = {"drain": {"runtimeMultiplier": 1.1}, "handlers": {"web": {"maxJobRuntimeSeconds": 100}}}
+    computed = model.computed_grace(100, 1.1, 30, 10)
+    assert computed == 150
+    msg = fail_message(overrides={**over, "handlers": {"web": {"maxJobRuntimeSeconds": 100, "terminationGracePeriodSeconds": computed - 1}}})
+    assert f"={computed - 1} " in msg and f"grace {computed} " in msg
+    for explicit in (computed, 86400):
+        objs = helm.render(overrides={**over, "handlers": {"web": {"maxJobRuntimeSeconds": 100, "terminationGracePeriodSeconds": explicit}}})
+        (web,) = [d for d in helm.by_kind(objs, "Deployment") if d["metadata"]["name"].endswith("-web")]
+        assert web["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == explicit
+
+
+def test_database_created_by_release_with_hooks_fails():
+    msg = fail_message(overrides={"database": {"createdByRelease": True}})
+    assert "deadlock" in msg and "migration.useHelmHooks=false" in msg
+    # the same database without hooks is fine (plain Job, hash-named)
+    objs = helm.render(overrides={"database": {"createdByRelease": True}, "migration": {"useHelmHooks": False}})
+    assert helm.by_kind(objs, "Job")
+
+
+@pytest.mark.parametrize("version", ["1.16", "1.17"])
+def test_forced_startup_probe_needs_the_feature_gate_below_118(version):
+    msg = fail_message(kube_version=version, overrides={"startupProbe": {"force": True}})
+    assert "startupProbe.featureGateEnabled=true" in msg and f"v{version}" in msg
+    objs = helm.render(kube_version=version, overrides={"startupProbe": {"force": True, "featureGateEnabled": True}})
+    for dep in helm.by_kind(objs, "Deployment"):
+        (c,) = dep["spec"]["template"]["spec"]["containers"]
+        assert "startupProbe" in c and c["livenessProbe"]["initialDelaySeconds"] == 0
+
+
+def test_force_without_gate_is_harmless_where_supported():
+    objs = helm.render(kube_version="1.18", overrides={"startupProbe": {"force": True}})
+    assert all("startupProbe" in d["spec"]["template"]["spec"]["containers"][0] for d in helm.by_kind(objs, "Deployment"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        ({"handlers": {"web": {"replica": 2}}}, "/handlers/web"),
+        ({"readines": {"maxAgeSeconds": 5}}, "readines"),
+        ({"readiness": {"maxAgeSeconds": 0}}, "/readiness/maxAgeSeconds"),
+        ({"drain": {"bufferSeconds": -1}}, "/drain/bufferSeconds"),
+        ({"drain": {"runtimeMultiplier": 0.5}}, "/drain/runtimeMultiplier"),
+        ({"migration": {"activeDeadlineSeconds": "900"}}, "/migration/activeDeadlineSeconds"),
+        ({"migration": {"jobNameSuffix": "revision"}}, "/migration/jobNameSuffix"),
+        ({"handlers": {"invoker": {"replicas": 2}}}, "/handlers/invoker"),
+        ({"handlers": {"Invoker_1": {"command": ["x"], "maxJobRuntimeSeconds": 5}}}, "Invoker_1"),
+        ({"handlers": {"migration": {"command": ["x"], "maxJobRuntimeSeconds": 5}}}, "invalid propertyName 'migration'"),
+        ({"startupProbe": {"minKubeVersion": "v1.18"}}, "/startupProbe/minKubeVersion"),
+    ],
+    ids=["role-typo", "top-typo", "zero-age", "negative-buffer", "multiplier-below-1", "string-duration",
+         "bad-suffix", "role-without-command", "bad-role-name", "reserved-role-name", "bad-min-version"],
+)
+def test_schema_rejects(overrides, path):
+    msg = fail_message(overrides=overrides)
+    assert "values don't meet the specifications of the schema" in msg
+    assert path in msg, msg

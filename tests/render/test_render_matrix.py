@@ -1,0 +1,240 @@
+"""Lifecycle invariants of every values example x every kube version of the matrix.
+
+Expected numbers come from generator.model (the policy model), never from a render.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generator import model
+from render_helpers import (
+    MATRIX,
+    MATRIX_IDS,
+    annotations,
+    env_map,
+    init_container,
+    kinds,
+    main_container,
+    migration_job,
+    named,
+    pod_spec,
+    role_of,
+)
+
+pytestmark = pytest.mark.parametrize(("example", "version"), MATRIX, ids=MATRIX_IDS)
+
+HOOK, WEIGHT, DELETE = "helm.sh/hook", "helm.sh/hook-weight", "helm.sh/hook-delete-policy"
+
+
+@pytest.fixture
+def objs(render_cache, example: Path, version: str) -> list[dict[str, Any]]:
+    return render_cache.get(example, version)
+
+
+@pytest.fixture
+def values(example_values, example: Path) -> dict[str, Any]:
+    return example_values(example)
+
+
+def deployments(objs) -> dict[str, dict[str, Any]]:
+    return {role_of(d): d for d in kinds(objs, "Deployment")}
+
+
+def secret_names(spec: dict[str, Any]) -> set[str]:
+    return {
+        e["valueFrom"]["secretKeyRef"]["name"]
+        for c in spec.get("initContainers", []) + spec["containers"]
+        for e in c.get("env") or []
+        if "secretKeyRef" in (e.get("valueFrom") or {})
+    }
+
+
+def test_one_deployment_per_enabled_role(objs, values):
+    assert sorted(deployments(objs)) == model.enabled_roles(values)
+
+
+def test_migration_job_is_a_hook_or_hash_named(objs, values):
+    job = migration_job(objs)
+    m = values["migration"]
+    assert job is not None
+    assert job["spec"]["backoffLimit"] == m["backoffLimit"]
+    assert job["spec"]["activeDeadlineSeconds"] == m["activeDeadlineSeconds"]
+    assert pod_spec(job)["restartPolicy"] == "Never"
+    ann = annotations(job)
+    if m["useHelmHooks"]:
+        assert ann[HOOK] == "pre-install,pre-upgrade"
+        assert ann[WEIGHT] == str(m["hookWeight"])
+        assert ann[DELETE] == "before-hook-creation"  # a failed Job keeps its pod and logs
+        assert ann["helm.sh/hook-output-log-policy"] == "hook-failed"
+        assert job["metadata"]["name"] == "demo-jobhandlers-migration"
+    else:
+        assert not [o["metadata"]["name"] for o in objs if HOOK in annotations(o)], "no hooks in plain mode"
+        assert re.fullmatch(r"demo-jobhandlers-migration-[0-9a-f]{10}", job["metadata"]["name"])
+
+
+def test_hook_prerequisites_are_earlier_hooks(objs, values):
+    """Every Secret and the ServiceAccount the hook pod uses exist before it: as hooks of
+    the same phases with a lower weight (or database.existingSecret, not rendered)."""
+    job = migration_job(objs)
+    spec = pod_spec(job)
+    if not values["migration"]["useHelmHooks"]:
+        return
+    weight = int(annotations(job)[WEIGHT])
+    for name in secret_names(spec):
+        secret = named(objs, "Secret", name)
+        if name == values["database"]["existingSecret"]:
+            assert secret is None, "existingSecret is not rendered by the chart"
+            continue
+        assert secret is not None, f"hook pod reads Secret {name} the chart does not render"
+        assert annotations(secret)[HOOK] == "pre-install,pre-upgrade"
+        assert int(annotations(secret)[WEIGHT]) < weight
+    sa = named(objs, "ServiceAccount", spec["serviceAccountName"])
+    assert sa is not None
+    assert annotations(sa)[HOOK] == "pre-install,pre-upgrade"
+    assert int(annotations(sa)[WEIGHT]) < weight
+    # the handlers use the release's own (non-hook) Secret and ServiceAccount
+    for dep in deployments(objs).values():
+        handler_sa = named(objs, "ServiceAccount", pod_spec(dep)["serviceAccountName"])
+        assert handler_sa is not None and HOOK not in annotations(handler_sa)
+        for name in secret_names(pod_spec(dep)):
+            s = named(objs, "Secret", name)
+            assert (s is None and name == values["database"]["existingSecret"]) or HOOK not in annotations(s)
+
+
+def test_migration_waits_for_database_then_migrates(objs, values):
+    job = migration_job(objs)
+    wait = init_container(job, "wait-for-database")
+    assert wait is not None
+    assert wait["args"] == values["commands"]["databaseCheck"]
+    script = wait["command"][2]
+    assert f"timeout={values['migration']['waitForDatabase']['timeoutSeconds']};" in script
+    assert f"interval={values['migration']['waitForDatabase']['intervalSeconds']}" in script
+    (migrate,) = pod_spec(job)["containers"]
+    assert migrate["command"] == values["commands"]["migrate"]
+
+
+def test_every_handler_pod_waits_for_migrations(objs, values):
+    w = values["waitForMigrations"]
+    for role, dep in deployments(objs).items():
+        inits = pod_spec(dep).get("initContainers") or []
+        assert [c["name"] for c in inits] == ["wait-for-migrations"], role
+        init = inits[0]
+        assert init["image"] == main_container(dep)["image"], "same image = same expected revision"
+        assert init["args"] == values["commands"]["schemaCheck"]
+        assert init["command"][:2] == ["sh", "-c"]
+        assert f"timeout={w['timeoutSeconds']};" in init["command"][2]
+        assert "exit 1" in init["command"][2] and "TIMEOUT" in init["command"][2]
+        assert "DATABASE_URL" in env_map(init)
+
+
+def test_probes_by_version(objs, values, version):
+    for role, dep in deployments(objs).items():
+        c = main_container(dep)
+        assert ("startupProbe" in c) == model.startup_probe_rendered(values, version), role
+        live = c["livenessProbe"]
+        assert live.get("initialDelaySeconds", 0) == model.liveness_initial_delay(values, version)
+        assert live.get("terminationGracePeriodSeconds") == model.probe_grace(values, version)
+        ready = c["readinessProbe"]
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            if probe in c:
+                assert c[probe]["exec"]["command"][:2] == ["sh", "-c"], "no interpreter: sh, stat, date"
+        script = ready["exec"]["command"][2]
+        state = values["heartbeat"]["dir"]
+        assert f"'{state}/drain'" in script and f"'{state}/stopping'" in script
+        assert f"-gt {values['readiness']['maxAgeSeconds']}" in script
+        assert ready["periodSeconds"] == values["readiness"]["periodSeconds"]
+        live_script = live["exec"]["command"][2]
+        assert f"-gt {values['liveness']['maxAgeSeconds']}" in live_script and "drain" not in live_script
+        if "startupProbe" in c:
+            sp = c["startupProbe"]
+            assert f"-gt {values['readiness']['maxAgeSeconds']}" in sp["exec"]["command"][2]
+            assert sp["failureThreshold"] == values["startupProbe"]["failureThreshold"]
+            assert sp["periodSeconds"] == values["startupProbe"]["periodSeconds"]
+
+
+def test_grace_per_role_equals_model(objs, values):
+    for role, dep in deployments(objs).items():
+        grace = model.role_grace(values, role)
+        assert pod_spec(dep)["terminationGracePeriodSeconds"] == grace.effective, role
+        env = env_map(main_container(dep))
+        assert env["DRAIN_DEADLINE_SECONDS"] == str(grace.drain_deadline)
+        pre_stop = main_container(dep)["lifecycle"]["preStop"]["exec"]["command"]
+        state = values["heartbeat"]["dir"]
+        assert pre_stop == ["sh", "-c", f"touch '{state}/stopping'; sleep {values['drain']['preStopSeconds']}"]
+
+
+def test_runtime_env_contract(objs, values):
+    state = values["heartbeat"]["dir"]
+    for role, dep in deployments(objs).items():
+        c = main_container(dep)
+        env = env_map(c)
+        assert env["JOBHANDLERS_ROLE"] == role
+        assert env["JOBHANDLERS_STATE_DIR"] == state
+        assert env["HEARTBEAT_INTERVAL_SECONDS"] == str(values["heartbeat"]["intervalSeconds"])
+        assert "secretKeyRef" in env["DATABASE_URL"]
+        drained = values["handlers"][role].get("startDrained", False)
+        assert env.get("JOBHANDLERS_START_DRAINED") == ("1" if drained else None)
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod_spec(dep)["volumes"]}
+        assert "emptyDir" in volumes[mounts[state]], "the heartbeat dir is a writable emptyDir"
+        # the role's command is exec'd by sh (PID 1 gets SIGTERM), after clearing a stale marker
+        assert c["command"][:2] == ["sh", "-c"] and 'exec "$@"' in c["command"][2]
+        spec = values["handlers"][role]
+        assert c["args"] == spec["command"] + (spec.get("args") or [])
+
+
+def test_pdb_per_role_and_api_version(objs, values, version):
+    pdbs = {role_of(p): p for p in kinds(objs, "PodDisruptionBudget")}
+    deps = deployments(objs)
+    expected = sorted(r for r in deps if (values["handlers"][r].get("pdb") or {}).get("enabled", True))
+    assert sorted(pdbs) == expected
+    for role, pdb in pdbs.items():
+        assert pdb["apiVersion"] == model.pdb_api_version(version)
+        assert pdb["spec"]["selector"]["matchLabels"] == deps[role]["spec"]["selector"]["matchLabels"]
+
+
+def test_services_only_for_roles_with_a_port(objs, values):
+    services = {role_of(s): s for s in kinds(objs, "Service")}
+    deps = deployments(objs)
+    assert sorted(services) == sorted(r for r in deps if values["handlers"][r].get("port") is not None)
+    for role, svc in services.items():
+        assert svc["spec"]["ports"][0]["port"] == values["handlers"][role]["port"]
+        assert svc["spec"]["selector"] == deps[role]["spec"]["selector"]["matchLabels"]
+
+
+def test_security_contexts_restricted(objs, version):
+    for obj in kinds(objs, "Deployment") + kinds(objs, "Job"):
+        spec = pod_spec(obj)
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        pod_annotations = obj["spec"]["template"]["metadata"].get("annotations") or {}
+        if model.at_least(version, "1.19"):  # the seccompProfile field exists from 1.19
+            assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert "seccomp.security.alpha.kubernetes.io/pod" not in pod_annotations
+        else:
+            assert "seccompProfile" not in spec["securityContext"]
+            assert pod_annotations["seccomp.security.alpha.kubernetes.io/pod"] == "runtime/default"
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False, c["name"]
+            assert sc["readOnlyRootFilesystem"] is True, c["name"]
+            assert sc["capabilities"]["drop"] == ["ALL"], c["name"]
+    for sa in kinds(objs, "ServiceAccount"):
+        assert sa["automountServiceAccountToken"] is False
+
+
+def test_standard_labels(objs):
+    for obj in objs:
+        labels = obj["metadata"]["labels"]
+        for key in ("name", "instance", "version", "component", "managed-by", "part-of"):
+            assert f"app.kubernetes.io/{key}" in labels, (obj["kind"], obj["metadata"]["name"], key)
+        assert labels["app.kubernetes.io/instance"] == model.RELEASE_NAME
+        assert obj["metadata"]["namespace"] == model.NAMESPACE
+    for dep in kinds(objs, "Deployment"):
+        selector = dep["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= dep["spec"]["template"]["metadata"]["labels"].items()

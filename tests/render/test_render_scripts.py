@@ -1,0 +1,131 @@
+"""The rendered shell (retry loops, probes, preStop, entrypoint) run for real with sh:
+the exact command + args of the rendered containers, against a temporary state dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generator import helm
+
+
+def run(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def web(objs) -> dict[str, Any]:
+    (dep,) = [d for d in helm.by_kind(objs, "Deployment") if d["metadata"]["name"] == "demo-jobhandlers-web"]
+    return dep["spec"]["template"]["spec"]
+
+
+def flaky_check(tmp_path: Path, failures: int) -> list[str]:
+    """A schema check that says 'behind' (exit 3) `failures` times, then 'at head'."""
+    counter = tmp_path / "tries"
+    script = (f'n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; '
+              f'if [ "$n" -lt {failures} ]; then echo "schema behind: at r1, image wants r2"; exit 3; fi; echo "at head r2"')
+    return ["sh", "-c", script]
+
+
+def wait_container(tmp_path: Path, failures: int, timeout: int) -> list[str]:
+    objs = helm.render(overrides={"commands": {"schemaCheck": flaky_check(tmp_path, failures)},
+                                  "waitForMigrations": {"timeoutSeconds": timeout, "intervalSeconds": 1}})
+    (init,) = web(objs)["initContainers"]
+    return init["command"] + init["args"]
+
+
+def test_wait_for_migrations_loops_until_the_check_passes(tmp_path):
+    proc = run(wait_container(tmp_path, failures=2, timeout=60))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3
+    assert "try 1" in lines[0] and "exited 3: schema behind: at r1, image wants r2" in lines[0]
+    assert "try 3" in lines[2] and "ok: at head r2" in lines[2]
+
+
+def test_wait_for_migrations_times_out_with_a_clear_message(tmp_path):
+    t0 = time.monotonic()
+    proc = run(wait_container(tmp_path, failures=1000, timeout=1))
+    assert proc.returncode == 1
+    assert time.monotonic() - t0 < 10
+    assert "exited 3: schema behind" in proc.stdout
+    assert "wait-for-migrations: TIMEOUT" in proc.stderr and "(limit 1s, last exit 3)" in proc.stderr
+    assert "migration Job" in proc.stderr
+
+
+def test_wait_for_database_times_out(tmp_path):
+    objs = helm.render(overrides={"commands": {"databaseCheck": ["sh", "-c", "echo connection refused; exit 2"]},
+                                  "migration": {"waitForDatabase": {"timeoutSeconds": 1, "intervalSeconds": 1}}})
+    (job,) = helm.by_kind(objs, "Job")
+    (init,) = job["spec"]["template"]["spec"]["initContainers"]
+    proc = run(init["command"] + init["args"])
+    assert proc.returncode == 1
+    assert "exited 2: connection refused" in proc.stdout and "wait-for-database: TIMEOUT" in proc.stderr
+
+
+@pytest.fixture
+def state(tmp_path) -> Path:
+    d = tmp_path / "state"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def probes(state) -> dict[str, list[str]]:
+    objs = helm.render(kube_version="1.34", overrides={"heartbeat": {"dir": str(state)}, "drain": {"preStopSeconds": 0}})
+    (c,) = web(objs)["containers"]
+    out = {p: c[p]["exec"]["command"] for p in ("readinessProbe", "livenessProbe", "startupProbe")}
+    out["preStop"] = c["lifecycle"]["preStop"]["exec"]["command"]
+    out["entrypoint"] = c["command"]
+    return out
+
+
+def beat(state: Path, age: int) -> None:
+    hb = state / "heartbeat"
+    hb.touch()
+    t = time.time() - age
+    os.utime(hb, (t, t))
+
+
+def codes(probes) -> tuple[int, int, int]:
+    return tuple(run(probes[p]).returncode for p in ("readinessProbe", "livenessProbe", "startupProbe"))
+
+
+def test_probes_follow_the_heartbeat_and_markers(state, probes):
+    assert codes(probes) == (1, 1, 1)  # no heartbeat yet
+    assert "no heartbeat" in run(probes["readinessProbe"]).stdout
+    beat(state, 1)
+    assert codes(probes) == (0, 0, 0)
+    beat(state, 100)  # > readiness 20 s, < liveness 600 s
+    assert codes(probes) == (1, 0, 1)
+    assert "heartbeat is 100s old (max 20s)" in run(probes["readinessProbe"]).stdout
+    beat(state, 700)
+    assert codes(probes) == (1, 1, 1)
+    beat(state, 1)
+    (state / "drain").touch()  # maintenance mode: alive, not ready
+    assert codes(probes) == (1, 0, 0)
+    assert "drain mode" in run(probes["readinessProbe"]).stdout
+    (state / "drain").unlink()
+    assert run(probes["preStop"]).returncode == 0  # preStop: the stopping marker
+    assert (state / "stopping").exists()
+    assert codes(probes) == (1, 0, 0)
+
+
+def test_entrypoint_clears_a_stale_stopping_marker_and_keeps_drain(state, probes):
+    (state / "stopping").touch()
+    (state / "drain").touch()
+    proc = run(probes["entrypoint"] + ["sh", "-c", f"test ! -e {state}/stopping && echo started $#", "x", "a b"])
+    assert proc.returncode == 0 and proc.stdout.strip() == "started 1"  # args passed through intact
+    assert not (state / "stopping").exists() and (state / "drain").exists()
+
+
+def test_entrypoint_execs_the_role_command(state, probes):
+    """exec: the role's command replaces sh (same PID), so SIGTERM reaches it."""
+    proc = subprocess.Popen(probes["entrypoint"] + ["sh", "-c", "echo $$"], stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert int(out) == proc.pid  # the container's first process *is* the role's command

@@ -1,0 +1,86 @@
+"""generator.gentests: expected values from the model, header, freshness check, and the
+generated file actually runs (and fails when the chart disagrees with the model)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from generator import model
+from generator.gentests import HEADER, expectations, gen_tests, generate_one, generated_file_name
+from generator.values import merged
+
+from unit_support import REPO, run_jh
+
+
+def test_expectations_come_from_the_model() -> None:
+    values = merged({"handlers": {"job": {"maxJobRuntimeSeconds": 600}}, "migration": {"useHelmHooks": False}})
+    exp = expectations(values, model.KUBE_VERSIONS)
+    assert exp["hook_mode"] is False and exp["migration_enabled"] is True
+    assert exp["roles"]["job"] == {"grace": 640, "drain_deadline": 615, "pdb": True}
+    assert exp["per_version"]["1.17"] == {"startup_probe": False, "liveness_initial_delay": 300,
+                                          "probe_grace": None, "pdb_api_version": "policy/v1beta1"}
+    assert exp["per_version"]["1.25"]["probe_grace"] == 30
+    assert exp["chart_secret_hook"] is False
+
+
+def test_generated_file_name() -> None:
+    assert generated_file_name(Path("values-examples/legacy-1.17.yaml")) == "test_example_legacy_1_17.py"
+
+
+def test_generated_module_has_header_literals_and_compiles(tmp_path: Path) -> None:
+    ex = tmp_path / "ex.yaml"
+    ex.write_text("handlers:\n  job:\n    maxJobRuntimeSeconds: 60\n")
+    text = generate_one(ex)
+    assert text.startswith(HEADER)
+    assert "'job': {'drain_deadline': 75, 'grace': 100, 'pdb': True}" in text
+    assert "def test_migration_job_is_pre_install_pre_upgrade_hook" in text
+    assert "def test_migration_job_name_is_hashed" not in text
+    compile(text, "generated.py", "exec")
+
+
+def test_gen_tests_check_detects_stale_missing_obsolete(tmp_path: Path) -> None:
+    ex_dir, out = tmp_path / "ex", tmp_path / "gen"
+    ex_dir.mkdir()
+    (ex_dir / "a.yaml").write_text("{}\n")
+    assert gen_tests(sorted(ex_dir.glob("*.yaml")), out, check=True).stale == ["%s/test_example_a.py (missing)" % out]
+    res = gen_tests(sorted(ex_dir.glob("*.yaml")), out)
+    assert res.ok and res.written
+    assert gen_tests(sorted(ex_dir.glob("*.yaml")), out, check=True).stale == []
+    (ex_dir / "a.yaml").write_text("drain:\n  bufferSeconds: 40\n")  # the example changed
+    (out / "test_example_gone.py").write_text(HEADER + " old\n")
+    (out / "test_handwritten.py").write_text("# not generated\n")  # never touched
+    stale = gen_tests(sorted(ex_dir.glob("*.yaml")), out, check=True).stale
+    assert stale == [f"{out}/test_example_a.py (differs)", f"{out}/test_example_gone.py (obsolete)"]
+    gen_tests(sorted(ex_dir.glob("*.yaml")), out)
+    assert sorted(p.name for p in out.iterdir()) == ["test_example_a.py", "test_handwritten.py"]
+
+
+def test_invalid_example_is_refused(tmp_path: Path) -> None:
+    ex_dir = tmp_path / "ex"
+    ex_dir.mkdir()
+    (ex_dir / "bad.yaml").write_text("drain:\n  bufferSeconds: many\n")
+    res = gen_tests(sorted(ex_dir.glob("*.yaml")), tmp_path / "gen")
+    assert not res.ok and "JHS001" in res.errors[0]
+    proc = run_jh("gen-tests", "--examples", str(ex_dir), "--out", str(tmp_path / "gen"))
+    assert proc.returncode == 1 and "gen-tests FAILED" in proc.stderr
+
+
+def _pytest(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path), *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_generated_tests_pass_and_catch_a_model_disagreement(tmp_path: Path) -> None:
+    ex = tmp_path / "ex.yaml"
+    ex.write_text("migration:\n  useHelmHooks: false\n")
+    gen = tmp_path / "test_example_ex.py"
+    gen.write_text(generate_one(ex, ("1.17", "1.34")))
+    proc = _pytest(gen)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    # the same file with a wrong literal (as if the chart disagreed with the model) must fail
+    broken = tmp_path / "test_example_broken.py"
+    broken.write_text(gen.read_text().replace("'grace': 340", "'grace': 341"))
+    proc = _pytest(broken, "-k", "grace")
+    assert proc.returncode == 1 and "340 == 341" in proc.stdout

@@ -1,0 +1,101 @@
+"""generator.rules: every policy rule with a failing and a passing values file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from generator import model
+from generator.check import check_file
+from generator.findings import ERROR, WARNING
+from generator.rules import RULES, RULES_BY_ID, check
+from generator.values import parse_values
+
+from unit_support import RULE_FIXTURES
+
+RULE_IDS = [r.id for r in RULES]
+
+
+def _kube(path: Path) -> str:
+    m = re.search(r"# kube-version: (\S+)", path.read_text())
+    return m.group(1) if m else model.DEFAULT_KUBE_VERSION
+
+
+def _expected(path: Path) -> list[tuple[int, str]]:
+    """(line, rule) for every `# expect: JHxxx` marker in a fixture."""
+    return [(n, m.group(1)) for n, line in enumerate(path.read_text().splitlines(), 1)
+            for m in [re.search(r"# expect: (JH\d+)", line)] if m]
+
+
+def test_rule_ids_are_stable_and_documented() -> None:
+    assert RULE_IDS == [f"JH{n:03d}" for n in range(1, 11)]
+    for rule in RULES:
+        assert rule.title and rule.doc and rule.fix, rule.id
+    assert RULES_BY_ID["JH010"].severity == WARNING
+    assert all(r.severity == ERROR for r in RULES if r.id != "JH010")
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_failing_file_reports_exactly_this_rule_at_the_marked_lines(rule_id: str) -> None:
+    path = RULE_FIXTURES / f"{rule_id}-fail.yaml"
+    findings = check_file(path, _kube(path))
+    assert sorted((f.line, f.rule) for f in findings) == sorted(_expected(path)), findings
+    for f in findings:
+        assert f.message and f.fix and f.path and f.col > 0
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_passing_file_is_clean(rule_id: str) -> None:
+    path = RULE_FIXTURES / f"{rule_id}-pass.yaml"
+    assert check_file(path, _kube(path)) == []
+
+
+def test_chart_defaults_pass_every_rule_on_every_version() -> None:
+    vf = parse_values("{}\n", "empty.yaml")
+    for version in model.KUBE_VERSIONS:
+        assert check(vf, version) == [], version
+
+
+def test_jh001_numbers_come_from_the_model() -> None:
+    vf = parse_values("drain:\n  runtimeMultiplier: 1.1\nhandlers:\n  job:\n    maxJobRuntimeSeconds: 100\n"
+                      "    terminationGracePeriodSeconds: 149\n", "v.yaml")
+    [finding] = check(vf, "1.34")
+    assert finding.rule == "JH001"
+    assert model.computed_grace(100, 1.1, 30, 10) == 150
+    assert "computed grace 150" in finding.message and "at least 150" in finding.fix
+    ok = parse_values("drain:\n  runtimeMultiplier: 1.1\nhandlers:\n  job:\n    maxJobRuntimeSeconds: 100\n"
+                      "    terminationGracePeriodSeconds: 150\n", "v.yaml")
+    assert check(ok, "1.34") == []
+
+
+def test_jh007_depends_on_the_target_version() -> None:
+    vf = parse_values("startupProbe:\n  force: true\n", "v.yaml")
+    assert [f.rule for f in check(vf, "1.16")] == ["JH007"]
+    assert check(vf, "1.18") == []
+
+
+def test_jh008_only_when_the_file_requests_probe_grace() -> None:
+    # the chart default (30) is simply not rendered below 1.25; only an explicit request is an error
+    assert check(parse_values("{}\n", "v.yaml"), "1.20") == []
+    assert [f.rule for f in check(parse_values("liveness:\n  terminationGracePeriodSeconds: 5\n", "v.yaml"),
+                                  "1.20")] == ["JH008"]
+
+
+def test_jh009_empty_and_null_tags() -> None:
+    for text in ('image:\n  tag: ""\n', "image:\n  tag: null\n", "image:\n  tag: latest\n"):
+        assert [f.rule for f in check(parse_values(text, "v.yaml"), "1.34")] == ["JH009"], text
+
+
+def test_violation_from_defaults_points_at_the_users_key() -> None:
+    # the user raised the runtime; the explicit grace in the same file is where it is reported
+    vf = parse_values("handlers:\n  web:\n    terminationGracePeriodSeconds: 70\n    maxJobRuntimeSeconds: 31\n",
+                      "v.yaml")
+    [finding] = check(vf, "1.34")
+    assert (finding.rule, finding.line, finding.path) == ("JH001", 3, "handlers.web.terminationGracePeriodSeconds")
+
+
+def test_mistyped_values_do_not_crash_rules() -> None:
+    vf = parse_values("liveness:\n  maxAgeSeconds: soon\nhandlers:\n  job:\n    maxJobRuntimeSeconds: long\n", "v.yaml")
+    assert [f.rule for f in check(vf, "1.34")] == []  # the schema reports these

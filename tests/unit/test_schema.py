@@ -1,0 +1,63 @@
+"""generator.schema: chart/values.schema.json errors mapped to file:line:col and key path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from generator.schema import SCHEMA_FILE, dotted, validate
+from generator.values import chart_defaults, parse_values
+
+
+def _errors(text: str) -> list[tuple[int, int, str]]:
+    return [(f.line, f.col, f.path) for f in validate(parse_values(text, "v.yaml"))]
+
+
+def test_chart_defaults_are_valid() -> None:
+    assert validate(chart_defaults()) == []
+
+
+def test_type_error_points_at_the_key() -> None:
+    text = "handlers:\n  web:\n    replicas: many\n"
+    assert _errors(text) == [(3, 5, "handlers.web.replicas")]
+    finding = validate(parse_values(text, "v.yaml"))[0]
+    assert finding.rule == "JHS001" and finding.category == "schema"
+    assert "'many' is not of type 'integer'" in finding.message
+
+
+def test_unquoted_number_tag_gets_the_quoting_fix() -> None:
+    findings = validate(parse_values("image:\n  tag: 1.10\n", "v.yaml"))
+    assert [(f.line, f.path) for f in findings] == [(2, "image.tag")]
+    assert "quote" in findings[0].fix
+
+
+def test_unknown_key_is_named_with_its_line() -> None:
+    findings = validate(parse_values("drain:\n  bufferSeconds: 10\n  preStopSecond: 5\n", "v.yaml"))
+    assert [(f.line, f.col, f.path) for f in findings] == [(3, 3, "drain.preStopSecond")]
+    assert "unknown key `preStopSecond`" in findings[0].message
+
+
+def test_errors_inside_a_role_are_not_hidden_by_any_of() -> None:
+    # handlers.<role> is anyOf [role, null]: the role branch's own errors are reported
+    assert _errors("handlers:\n  job:\n    replicas: -1\n    colour: red\n") == [
+        (3, 5, "handlers.job.replicas"), (4, 5, "handlers.job.colour")]
+
+
+def test_yaml_11_boolean_is_a_type_error_for_strings() -> None:
+    assert _errors("database:\n  name: no\n") == [(2, 3, "database.name")]
+
+
+def test_value_from_defaults_is_marked() -> None:
+    # a custom role without the keys the schema requires: reported on the role's line
+    findings = validate(parse_values("handlers:\n  extra:\n    enabled: true\n", "v.yaml"))
+    assert findings, "a role without command/maxJobRuntimeSeconds must be refused"
+    assert all(f.line == 2 for f in findings)
+
+
+def test_schema_is_the_file_helm_uses() -> None:
+    assert SCHEMA_FILE == Path(__file__).resolve().parents[2] / "chart" / "values.schema.json"
+    json.loads(SCHEMA_FILE.read_text())
+
+
+def test_dotted() -> None:
+    assert dotted(["handlers", "web", "env", 0, "name"]) == "handlers.web.env[0].name"
