@@ -28,7 +28,6 @@ MAX_NODES = 100_000
 MAX_DEPTH = 64
 MAX_BYTES = 4 * 1024 * 1024
 
-Path_ = tuple[str | int, ...]
 
 
 class _TooLarge(Exception):

@@ -21,7 +21,6 @@ from generator.invariants import (
     of_kind,
     pod_spec,
     role_container,
-    secret_refs,
 )
 
 EXAMPLE = helm.REPO_ROOT / 'values-examples/galaxy.yaml'

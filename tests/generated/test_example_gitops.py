@@ -12,8 +12,6 @@ import pytest
 
 from generator import helm
 from generator.invariants import (
-    HOOK_WEIGHT,
-    annotations,
     command_line,
     deployments_by_role,
     env_value,
@@ -22,7 +20,6 @@ from generator.invariants import (
     of_kind,
     pod_spec,
     role_container,
-    secret_refs,
 )
 
 EXAMPLE = helm.REPO_ROOT / 'values-examples/gitops.yaml'

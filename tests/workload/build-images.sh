@@ -45,7 +45,12 @@ build_workload() {
   rm -rf "$ctx/workload"
   mkdir -p "$ctx/workload/wheels"
   log "wheels for cp$pyver/$arch"
-  "$py" -m pip wheel -q --no-deps -w "$ctx/workload/wheels" "$here"
+  # Build from a copy: setuptools writes build/ and *.egg-info next to the sources.
+  mkdir -p "$ctx/workload/src"
+  cp -r "$here/pyproject.toml" "$here/README.md" "$here/workload" "$ctx/workload/src/"
+  find "$ctx/workload/src" -name __pycache__ -prune -exec rm -rf {} +
+  "$py" -m pip wheel -q --no-deps -w "$ctx/workload/wheels" "$ctx/workload/src"
+  rm -rf "$ctx/workload/src"
   "$py" -m pip download -q --only-binary=:all: --implementation cp --python-version "$pyver" "${plat[@]}" \
     -d "$ctx/workload/wheels" 'psycopg[binary]==3.3.9'
   for v in 1 2; do

@@ -75,7 +75,7 @@ timing component-images $((SECONDS - t))
 
 # --- the node: run the base without init, add binaries and preload images
 t=$SECONDS
-cid=$(docker run -d --privileged --entrypoint sleep "$base" infinity)
+cid=$(docker run -d --init --privileged --entrypoint sleep "$base" infinity)
 for b in kubelet kubeadm kubectl; do docker cp "$k8s_bin/$b" "$cid:/usr/bin/$b"; done
 docker cp "$extra_bin/crictl" "$cid:/usr/bin/crictl"
 docker exec "$cid" sh -ec "

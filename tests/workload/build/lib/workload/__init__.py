@@ -1,3 +1,0 @@
-"""Reference workload for the jobhandlers chart (see tests/workload/README.md)."""
-
-__version__ = "0.1.0"
