@@ -5,7 +5,7 @@ Measures, against a private PostgreSQL server (Debian packages, `make deps`):
   1. idle handler: SIGTERM -> process exit
   2. busy handler: process exit minus the end of its last job (SIGTERM sent mid-job)
   3. jobs lost across 20 random SIGTERM/SIGKILL restarts while 4 handlers run 500 jobs
-  4. throughput, jobs/s, 4 handlers
+  4. throughput, jobs/s, 4 handlers with one job slot each (best of 3, alternated)
 The naive handler is the common hand-written worker: `while not stop: claim one job
 (SKIP LOCKED, no lease), run it, else time.sleep(poll)`; SIGTERM sets the flag. Both use
 the same poll interval. Prints a table; writes bench-results/workload.json.
@@ -222,7 +222,7 @@ def restarts(b: Bench, kind: str, jobs: int = 500, handlers: int = 4, kills: int
             "seconds": round(elapsed, 1)}
 
 
-def throughput(b: Bench, kind: str, jobs: int = 400, handlers: int = 4) -> float:
+def throughput(b: Bench, kind: str, jobs: int = 1000, handlers: int = 4) -> float:
     url = b.database()
     # One job at a time each, like the naive loop, so the rate compares the claim paths.
     pool = [b.spawn(kind, url, WORKLOAD_POLL_SECONDS=0.1, WORKLOAD_CONCURRENCY=1) for _ in range(handlers)]
@@ -242,7 +242,9 @@ def row(name: str, ours: float, naive: float, unit: str, goal: str, lower_better
         ratio = f"{naive / ours:.1f}x better" if ours > 0 else ("equal" if naive == 0 else f"{naive:g} vs 0")
     else:
         ratio = f"{ours / naive:.2f}x" if naive > 0 else "-"
-    return [name, f"{ours:.3g} {unit}", f"{naive:.3g} {unit}", ratio, goal]
+    def fmt(v: float) -> str:
+        return (f"{v:.0f}" if v >= 100 else f"{v:.3g}") + (f" {unit}" if unit else "")
+    return [name, fmt(ours), fmt(naive), ratio, goal]
 
 
 def main() -> int:
@@ -260,8 +262,15 @@ def main() -> int:
                 "idle_exit_s": idle_exit(b, kind),
                 "busy_exit_after_last_job_s": busy_exit(b, kind),
                 "restarts": restarts(b, kind),
-                "throughput_jobs_per_s": throughput(b, kind),
             }
+        # Throughput is noisy on a shared machine: alternate the two, keep each one's best of 3.
+        rates: dict[str, list[float]] = {"ours": [], "naive": []}
+        for _ in range(3):
+            for kind in ("ours", "naive"):
+                rates[kind].append(throughput(b, kind))
+        for kind in ("ours", "naive"):
+            results[kind]["throughput_jobs_per_s"] = max(rates[kind])
+            results[kind]["throughput_runs"] = [round(r) for r in rates[kind]]
     finally:
         pg.stop()
     ours, naive = results["ours"], results["naive"]
@@ -272,7 +281,7 @@ def main() -> int:
             naive["busy_exit_after_last_job_s"], "s", "<= 1 s"),
         row("jobs lost, 20 random TERM/KILL restarts, 500 jobs", ours["restarts"]["lost"],
             naive["restarts"]["lost"], "", "0"),
-        row("throughput, 4 handlers x 1 slot, 400 empty jobs", ours["throughput_jobs_per_s"],
+        row("throughput, 4 handlers x 1 slot, 1000 empty jobs (best of 3)", ours["throughput_jobs_per_s"],
             naive["throughput_jobs_per_s"], "jobs/s", "-", lower_better=False),
     ]
     widths = [max(len(r[i]) for r in table) for i in range(5)]
@@ -280,7 +289,8 @@ def main() -> int:
         print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
         if i == 0:
             print("-+-".join("-" * w for w in widths))
-    print(f"\nrestarts detail: ours {ours['restarts']}\n                 naive {naive['restarts']}")
+    print(f"\nthroughput runs: ours {ours['throughput_runs']}, naive {naive['throughput_runs']} jobs/s")
+    print(f"restarts detail: ours {ours['restarts']}\n                 naive {naive['restarts']}")
     print(f"poll interval {POLL:g} s for both in the exit rows; total bench time "
           f"{time.monotonic() - t_start:.0f} s")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared shell helpers for the image builders (source me; bash only).
 # Everything built is cached under $JH_CACHE (outside the repo) so warm runs on
 # the same machine reuse Go module/build caches, rootfs tarballs and binaries.
@@ -41,4 +42,19 @@ debian_mirror() {
   fi
   [[ -n $uri ]] || die "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
   printf '%s\n' "$uri"
+}
+
+# take_lock NAME: hold an exclusive lock for the rest of the calling script, so
+# concurrent builders (CI + helpers on one machine) do not race on one output
+take_lock() {
+  mkdir -p "$JH_CACHE/locks"
+  exec 8>"$JH_CACHE/locks/$1.lock"
+  flock 8
+}
+
+# drop_if_dangling IMAGE_ID: remove a replaced image once nothing uses or tags it
+drop_if_dangling() {
+  [[ -n $1 ]] || return 0
+  [[ -z $(docker image inspect -f '{{join .RepoTags ","}}' "$1" 2>/dev/null) ]] || return 0
+  docker rmi "$1" >/dev/null 2>&1 || true
 }

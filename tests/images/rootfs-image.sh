@@ -54,8 +54,10 @@ rm -f "$root/etc/apt/sources.list" && : > "$root/etc/resolv.conf"
 printf '%s\n' "${image%%:*}" > "$root/etc/hostname"
 if [[ -n $hook ]]; then log "running hook $hook"; "$hook" "$root"; fi
 log "importing $image"
+old_id=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
 tar --numeric-owner -C "$root" -c . | docker import \
   --change "LABEL jobhandlers.inputs=$key" \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   "$@" - "$image" >/dev/null
+drop_if_dangling "$old_id"
 log "$image built in $((SECONDS - t0)) s (inputs $key)"

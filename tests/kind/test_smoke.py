@@ -194,7 +194,7 @@ def test_kind_down_leaves_no_containers(tmp_path: Path, kind_bin: str) -> None:
     env = dict(os.environ, KIND=kind_bin, KIND_CLUSTER_NAME=name,
                KIND_KUBECONFIG=str(tmp_path / "kubeconfig"), KIND_READY_TIMEOUT="300")
     env.pop("KUBECONFIG", None)
-    label = f"label=io.x-k8s.io/kind.cluster={name}"
+    label = f"label=io.x-k8s.kind.cluster={name}"
 
     def containers() -> list[str]:
         out = subprocess.run(["docker", "ps", "-aq", "--filter", label],

@@ -8,6 +8,7 @@ out=${1:?usage: build-extras.sh OUTDIR}
 mods=(etcd coredns pause crictl)
 inputs=("$0" "$(go env GOVERSION)")
 for m in "${mods[@]}"; do inputs+=("$here/$m"); done
+take_lock extras-build
 key=$(inputs_hash "${inputs[@]}")
 if [[ -f $out/.inputs && $(cat "$out/.inputs") == "$key" ]]; then
   log "etcd/coredns/pause/crictl up to date in $out"; exit 0

@@ -11,10 +11,11 @@ image=${1:?usage: build-node.sh IMAGE:TAG}
 base=${KIND_BASE_IMAGE:-jobhandlers/kind-base:bookworm}
 proxy_base=jobhandlers/kind-kube-proxy-base:bookworm
 k8s_bin=$JH_CACHE/k8s-bin extra_bin=$JH_CACHE/extras-bin
-timing() { log "phase $1: $2 s"; echo "$1 $2" >> "$JH_CACHE/logs/node-build-times.txt"; }
+timing() { log "phase $1: $2 s"; }
 mkdir -p "$JH_CACHE/logs"
 
 "$kind_dir/../images/docker-up.sh"
+take_lock "node-build-${image//[^a-zA-Z0-9]/_}"
 t=$SECONDS; "$here/build-base.sh" "$base"; timing base $((SECONDS - t))
 t=$SECONDS
 ROOTFS_HOOK=$here/images/kube-proxy-hook.sh ROOTFS_INPUTS="$here/images/iptables-wrapper" \
@@ -95,9 +96,11 @@ done
 docker exec "$cid" sh -c 'pkill containerd; for i in $(seq 1 40); do pgrep -x containerd >/dev/null || exit 0; sleep 0.25; done; exit 1'
 docker exec "$cid" rm -f /tmp/containerd.log
 docker stop -t 1 "$cid" >/dev/null
+old_id=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
 docker commit \
   -c 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' -c 'CMD []' \
   -c "LABEL jobhandlers.inputs=$key" -c "LABEL jobhandlers.kubernetes-version=$version" \
   "$cid" "$image" >/dev/null
 timing node-assemble $((SECONDS - t))
+drop_if_dangling "$old_id"
 log "$image built (kubernetes $version, inputs $key)"

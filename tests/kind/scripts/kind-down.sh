@@ -10,6 +10,6 @@ kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 docker info >/dev/null 2>&1 || { log "dockerd not running: nothing to delete"; exit 0; }
 "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
 rm -f "$kubeconfig" "$kubeconfig.delete"
-left=$(docker ps -aq --filter "label=io.x-k8s.io/kind.cluster=$name")
+left=$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$name")
 [[ -z $left ]] || die "containers of cluster $name still exist: $left"
 log "cluster $name deleted, no containers left"

@@ -33,6 +33,12 @@ kubectl() { "$kind_dir/scripts/kubectl.sh" --kubeconfig "$kubeconfig" "$@"; }
 
 if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
   log "cluster $name exists"
+  if [[ $offline == 1 ]]; then
+    running=$(docker inspect -f '{{.Image}}' "$name-control-plane" 2>/dev/null || true)
+    current=$(docker image inspect -f '{{.Id}}' "$node_image" 2>/dev/null || true)
+    [[ -z $current || $running == "$current" ]] || \
+      log "warning: cluster $name runs an older node image than $node_image (make kind-down kind-up to refresh)"
+  fi
   "$KIND" get kubeconfig --name "$name" > "$kubeconfig.tmp" && mv "$kubeconfig.tmp" "$kubeconfig"
 else
   cfg=$kind_dir/.work/kind-$name.yaml
@@ -60,7 +66,7 @@ else
   log "kind create cluster took $((SECONDS - t)) s"
 fi
 
-nodes=$(docker ps -q --filter "label=io.x-k8s.io/kind.cluster=$name" --format '{{.Names}}' \
+nodes=$(docker ps --filter "label=io.x-k8s.kind.cluster=$name" --format '{{.Names}}' \
         | grep -v -- '-external-load-balancer$' | sort)
 [[ -n $nodes ]] || die "no node containers found for cluster $name"
 
@@ -86,7 +92,7 @@ if [[ $offline == 1 ]]; then
       docker exec "$n" ip route replace "${cidr[$m]}" via "${ip[$m]}"
     done
   done
-  log "static CNI installed on: $(echo $nodes)"
+  log "static CNI installed on: ${nodes//$'\n'/ }"
 fi
 
 log "waiting up to ${timeout}s for nodes Ready"

@@ -48,22 +48,22 @@ def submit(conn: psycopg.Connection, kind: str, duration: float, priority: int |
 def claim(conn: psycopg.Connection, owner: str, limit: int, lease: float, version: int = 1) -> list[Claim]:
     """Claim up to `limit` claimable jobs with a lease of `lease` seconds."""
     order = "priority DESC, id" if version >= 2 else "id"
-    with conn.transaction():
-        rows = conn.execute(f"""
-            WITH picked AS (
-                SELECT id FROM jobs
-                WHERE state = 'queued' OR (state = 'running' AND lease_expires < now())
-                ORDER BY {order} LIMIT %s FOR UPDATE SKIP LOCKED)
+    # One statement (one round trip, atomic in autocommit): pick, lease, record the attempt.
+    rows = conn.execute(f"""
+        WITH picked AS (
+            SELECT id FROM jobs
+            WHERE state = 'queued' OR (state = 'running' AND lease_expires < now())
+            ORDER BY {order} LIMIT %s FOR UPDATE SKIP LOCKED),
+        claimed AS (
             UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, lease_owner = %s,
                               lease_expires = now() + make_interval(secs => %s), started_at = now()
             FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.kind, j.duration, j.attempts""", (limit, owner, lease)).fetchall()
-        claims = [Claim(int(r[0]), str(r[1]), float(r[2]), int(r[3])) for r in rows]
-        if claims:
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO job_attempts (job_id, attempt, handler) VALUES (%s, %s, %s)",
-                                [(c.id, c.attempt, owner) for c in claims])
-    return claims
+            RETURNING j.id, j.kind, j.duration, j.attempts),
+        logged AS (
+            INSERT INTO job_attempts (job_id, attempt, handler) SELECT id, attempts, %s FROM claimed)
+        SELECT id, kind, duration, attempts FROM claimed ORDER BY id""",
+                        (limit, owner, lease, owner)).fetchall()
+    return [Claim(int(r[0]), str(r[1]), float(r[2]), int(r[3])) for r in rows]
 
 
 def _pairs(claims: Iterable[Claim]) -> tuple[list[int], list[int]]:
@@ -87,17 +87,18 @@ def renew(conn: psycopg.Connection, owner: str, claims: Iterable[Claim], lease: 
 def complete(conn: psycopg.Connection, owner: str, job: Claim, ok: bool, error: str | None = None) -> str:
     """Record the end of an attempt; returns 'done', 'failed' or 'stale' (lease lost: no-op)."""
     outcome = "done" if ok else "failed"
-    with conn.transaction():
-        cur = conn.execute("""
+    row = conn.execute("""
+        WITH fin AS (
             UPDATE jobs SET state = %s, finished_at = now(), finished_by = %s, error = %s,
                             lease_owner = NULL, lease_expires = NULL
-            WHERE id = %s AND attempts = %s AND state = 'running' AND lease_owner = %s""",
-                           (outcome, owner, error, job.id, job.attempt, owner))
-        if cur.rowcount != 1:
-            outcome = "stale"
-        conn.execute("UPDATE job_attempts SET ended_at = now(), outcome = %s WHERE job_id = %s AND attempt = %s",
-                     (outcome, job.id, job.attempt))
-    return outcome
+            WHERE id = %s AND attempts = %s AND state = 'running' AND lease_owner = %s
+            RETURNING id)
+        UPDATE job_attempts SET ended_at = now(),
+                                outcome = CASE WHEN EXISTS (SELECT 1 FROM fin) THEN %s ELSE 'stale' END
+        WHERE job_id = %s AND attempt = %s
+        RETURNING outcome""", (outcome, owner, error, job.id, job.attempt, owner, outcome, job.id, job.attempt)
+                       ).fetchone()
+    return str(row[0]) if row else "stale"
 
 
 def requeue(conn: psycopg.Connection, owner: str, claims: Iterable[Claim]) -> list[int]:

@@ -8,6 +8,7 @@ source "$here/../../../images/lib.sh"
 out=${1:?usage: build.sh OUTDIR}
 k8s_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 [[ -n $k8s_version ]] || die "$here/go.mod: no k8s.io/kubernetes requirement"
+take_lock k8s-build
 key=$(inputs_hash "$here/go.mod" "$here/go.sum" "$0" "$(go env GOVERSION)")
 if [[ -f $out/.inputs && $(cat "$out/.inputs") == "$key" ]]; then
   log "kubernetes $k8s_version binaries up to date in $out"; exit 0
