@@ -1,54 +1,64 @@
 #!/usr/bin/env bash
-# Make sure a working dockerd is running (idempotent): install Debian's docker.io
-# when dockerd is missing, start dockerd in the background (no systemd here) with
-# the runc-nocap wrapper as default runtime, and wait for the socket.
+# Make sure a working dockerd is running (idempotent). Installs Debian's
+# docker.io (plus jq, debootstrap) when missing, registers the runc-nocap
+# wrapper as dockerd's default runtime in /etc/docker/daemon.json (merged with
+# what is there), starts dockerd in the background (no systemd here) and waits
+# for it to answer.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 state=$JH_CACHE/docker
+wrapper=/usr/local/sbin/runc-nocap
+conf=/etc/docker/daemon.json
 mkdir -p "$state"
-
-need_pkgs=()
-command -v dockerd >/dev/null || need_pkgs+=(docker.io)
-command -v jq >/dev/null || need_pkgs+=(jq)
-command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
-if ((${#need_pkgs[@]})); then
-  log "installing ${need_pkgs[*]}"
-  apt-get update -q >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}" >&2
-fi
 
 if docker info >/dev/null 2>&1; then
   rt=$(docker info -f '{{.DefaultRuntime}}' 2>/dev/null || true)
-  [[ $rt == runc-nocap ]] || log "warning: dockerd already running with default runtime '$rt' (privileged containers may fail on this kernel)"
+  [[ $rt == runc-nocap ]] || log "warning: dockerd is running with default runtime '$rt', not runc-nocap: privileged containers fail on kernels without CAP_SYS_RESOURCE; restart dockerd to pick up $conf"
   exit 0
 fi
 
-install -m 0755 "$here/runc-nocap" "$state/runc-nocap"
-real_runc=$(command -v runc || echo /usr/sbin/runc)
-driver=overlay2
-fs=$(stat -f -c %T /var/lib 2>/dev/null || echo unknown)
-case "$fs" in
-  ext2/ext3|xfs|btrfs) ;;
-  overlayfs|tmpfs) command -v fuse-overlayfs >/dev/null && driver=fuse-overlayfs || driver=vfs ;;
-esac
-cat > "$state/daemon.json.tmp" <<JSON
-{
-  "storage-driver": "$driver",
-  "runtimes": {"runc-nocap": {"path": "$state/runc-nocap"}},
-  "default-runtime": "runc-nocap",
-  "log-driver": "json-file",
-  "log-opts": {"max-size": "10m", "max-file": "2"}
+install_pkgs() {
+  log "installing $*"
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >&2
 }
-JSON
-mv "$state/daemon.json.tmp" "$state/daemon.json"
-log "starting dockerd (storage driver $driver, log $state/dockerd.log)"
-JH_REAL_RUNC=$real_runc nohup setsid dockerd --config-file "$state/daemon.json" >>"$state/dockerd.log" 2>&1 </dev/null &
-echo $! > "$state/dockerd.pid"
-for _ in $(seq 1 60); do
-  docker info >/dev/null 2>&1 && { log "dockerd is up"; exit 0; }
-  kill -0 "$(cat "$state/dockerd.pid")" 2>/dev/null || break
-  sleep 1
-done
-tail -n 30 "$state/dockerd.log" >&2
-die "dockerd did not come up within 60 s (log: $state/dockerd.log)"
+command -v jq >/dev/null || install_pkgs jq
+# the wrapper and the daemon config go in first, so a dockerd that the package
+# scripts may start already uses them
+install -D -m 0755 "$here/runc-nocap" "$wrapper"
+driver=overlay2
+data=/var/lib/docker; [[ -d $data ]] || data=/var/lib
+case "$(stat -f -c %T "$data" 2>/dev/null || echo unknown)" in
+  overlayfs|tmpfs|fuseblk) command -v fuse-overlayfs >/dev/null && driver=fuse-overlayfs || driver=vfs ;;
+esac
+mkdir -p "$(dirname "$conf")"
+[[ -s $conf ]] || echo '{}' > "$conf"
+jq --arg w "$wrapper" --arg d "$driver" '
+  .runtimes["runc-nocap"] = {"path": $w}
+  | ."default-runtime" = "runc-nocap"
+  | if has("storage-driver") then . else ."storage-driver" = $d end
+  | if has("log-opts") then . else ."log-driver" = "json-file" | ."log-opts" = {"max-size": "10m", "max-file": "2"} end
+' "$conf" > "$conf.tmp"
+mv "$conf.tmp" "$conf"
+
+need=()
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+((${#need[@]} == 0)) || install_pkgs "${need[@]}"
+
+if ! docker info >/dev/null 2>&1; then
+  log "starting dockerd (config $conf, log $state/dockerd.log)"
+  nohup setsid dockerd >>"$state/dockerd.log" 2>&1 </dev/null &
+  echo $! > "$state/dockerd.pid"
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    kill -0 "$(cat "$state/dockerd.pid")" 2>/dev/null || break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || {
+    tail -n 30 "$state/dockerd.log" >&2
+    die "dockerd did not come up within 60 s (log: $state/dockerd.log)"
+  }
+fi
+log "dockerd is up (default runtime: $(docker info -f '{{.DefaultRuntime}}'))"

@@ -39,6 +39,7 @@ fi
 mirror=$(debian_mirror)
 root=$(mktemp -d "$JH_CACHE/rootfs/$key.XXXX")
 trap 'rm -rf "$root"' EXIT
+chmod 0755 "$root"  # mktemp made it 0700; it becomes the image's /
 t0=$SECONDS
 log "debootstrap $suite ($variant) + [$pkgs] for $image"
 if ! debootstrap --variant="$variant" ${pkgs:+--include="$pkgs"} \

@@ -145,6 +145,7 @@ def test_delete_sends_sigterm_and_honours_grace(core_v1: client.CoreV1Api, names
     for t in threads:
         t.join()
     text = {n: "".join(v) for n, v in logs.items()}
+    print(f"deletion took: stubborn {results['stubborn']:.1f}s (grace {grace}s), prompt {results['prompt']:.1f}s")
     assert "SIGTERM received" in text["stubborn"], text["stubborn"]
     assert "SIGTERM received" in text["prompt"], text["prompt"]
     assert grace - 1 <= results["stubborn"] < grace + 30, f"stubborn pod gone after {results['stubborn']:.1f}s"

@@ -123,14 +123,19 @@ def test_second_sigterm_requeues_at_once(migrated: str, spawn: Any) -> None:
     assert job(migrated, jid) == ("queued", 1)
 
 
-def test_sigkill_mid_job_lease_expires_and_the_job_reruns(migrated: str, spawn: Any) -> None:
-    jid = submit(migrated, "sleep", 1.0)[0]
+def test_sigkill_mid_job_lease_expires_and_the_job_reruns(migrated: str, spawn: Any, tmp_path: Path) -> None:
+    # The rescuer starts drained so that it is ready, but cannot take the job first.
+    rescuer_state = tmp_path / "rescuer"
+    b = spawn(migrated, "job", state=rescuer_state, WORKLOAD_HANDLER_ID="rescuer", JOBHANDLERS_START_DRAINED="1")
+    b.wait_event("claiming_paused")
     a = spawn(migrated, "job", WORKLOAD_HANDLER_ID="victim")
+    a.wait_event("claiming")
+    jid = submit(migrated, "sleep", 2.0)[0]
     a.wait_event("claimed", where=lambda e: e["job"] == jid)
-    b = spawn(migrated, "job", WORKLOAD_HANDLER_ID="rescuer")
-    b.wait_event("claiming")
     a.signal(signal.SIGKILL)
     a.wait(5)
+    assert job(migrated, jid) == ("running", 1), "killed mid-job: the job is still leased to the dead handler"
+    (rescuer_state / "drain").unlink()
     hit = b.wait_event("claimed", timeout=20, where=lambda e: e["job"] == jid)[0]
     assert hit["attempt"] == 2
     wait_for(lambda: job(migrated, jid) == ("done", 2), 20, "the rerun to finish")
@@ -139,15 +144,19 @@ def test_sigkill_mid_job_lease_expires_and_the_job_reruns(migrated: str, spawn: 
     assert b.wait(15) == 0
 
 
-def test_lost_lease_makes_completion_a_noop(migrated: str, spawn: Any) -> None:
+def test_lost_lease_makes_completion_a_noop(migrated: str, spawn: Any, tmp_path: Path) -> None:
     """A blocking job outlives its lease (no renewal while the loop is stalled): the job is
     rerun elsewhere and the stale completion changes nothing (at-least-once, idempotent)."""
-    jid = submit(migrated, "blocking", 4.0)[0]
+    fast_state = tmp_path / "fast"
+    b = spawn(migrated, "job", state=fast_state, WORKLOAD_HANDLER_ID="fast", JOBHANDLERS_START_DRAINED="1")
+    b.wait_event("claiming_paused")
     a = spawn(migrated, "job", WORKLOAD_LEASE_SECONDS="1", WORKLOAD_HANDLER_ID="slow")
+    a.wait_event("claiming")
+    jid = submit(migrated, "blocking", 4.0)[0]
     a.wait_event("blocking_started")
     with psycopg.connect(migrated) as conn:  # the rerun will be a plain sleep
         conn.execute("UPDATE jobs SET kind = 'sleep', duration = 0 WHERE id = %s", (jid,))
-    b = spawn(migrated, "job", WORKLOAD_HANDLER_ID="fast")
+    (fast_state / "drain").unlink()
     wait_for(lambda: job(migrated, jid) == ("done", 2), 20, "the rerun by the other handler")
     stale = a.wait_event("finished", timeout=20)[0]
     assert stale["outcome"] == "stale"

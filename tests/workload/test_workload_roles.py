@@ -69,7 +69,8 @@ def test_web_api_submits_reads_and_counts_jobs(migrated: str, spawn: Any) -> Non
     web.signal(signal.SIGTERM)
     assert web.wait(10) == 0
     assert (state / "stopping").exists()
-    assert [e["event"] for e in web.events()][-3:] == ["draining", "drained", "exit"]
+    names = [e["event"] for e in web.events()]
+    assert names.index("draining") < names.index("drained") < names.index("exit") == len(names) - 1
 
 
 def test_web_priority_needs_the_v2_schema(dburl: str, spawn: Any) -> None:

@@ -9,20 +9,28 @@ kind_dir=$(cd "$here/.." && pwd)
 source "$kind_dir/../images/lib.sh"
 image=${1:?usage: build-node.sh IMAGE:TAG}
 base=${KIND_BASE_IMAGE:-jobhandlers/kind-base:bookworm}
-proxy_base=jobhandlers/kind-kube-proxy-base:bookworm
+proxy_base=${KIND_PROXY_BASE_IMAGE:-jobhandlers/kind-kube-proxy-base:bookworm}
 k8s_bin=$JH_CACHE/k8s-bin extra_bin=$JH_CACHE/extras-bin
 timing() { log "phase $1: $2 s"; }
 mkdir -p "$JH_CACHE/logs"
 
 "$kind_dir/../images/docker-up.sh"
 take_lock "node-build-${image//[^a-zA-Z0-9]/_}"
-t=$SECONDS; "$here/build-base.sh" "$base"; timing base $((SECONDS - t))
-t=$SECONDS
-ROOTFS_HOOK=$here/images/kube-proxy-hook.sh ROOTFS_INPUTS="$here/images/iptables-wrapper" \
-  "$kind_dir/../images/rootfs-image.sh" "$proxy_base" iptables,conntrack,kmod,ipset
-timing kube-proxy-base $((SECONDS - t))
+# the two debootstraps are mostly download and unpack: run them (one after the
+# other) in the background while the Go builds use the CPU
+t_all=$SECONDS
+(
+  t=$SECONDS; "$here/build-base.sh" "$base"; timing base $((SECONDS - t))
+  t=$SECONDS
+  ROOTFS_HOOK=$here/images/kube-proxy-hook.sh ROOTFS_INPUTS="$here/images/iptables-wrapper" \
+    "$kind_dir/../images/rootfs-image.sh" "$proxy_base" iptables,conntrack,kmod,ipset
+  timing kube-proxy-base $((SECONDS - t))
+) &
+rootfs_pid=$!
 t=$SECONDS; "$kind_dir/build/k8s/build.sh" "$k8s_bin"; timing kubernetes $((SECONDS - t))
 t=$SECONDS; "$kind_dir/build/build-extras.sh" "$extra_bin"; timing extras $((SECONDS - t))
+wait "$rootfs_pid" || die "building the base images failed (see above)"
+timing inputs-total $((SECONDS - t_all))
 
 version=$(cat "$k8s_bin/VERSION")
 key=$(inputs_hash "$(docker image inspect -f '{{.Id}}' "$base")" \
@@ -37,9 +45,12 @@ cid=""
 cleanup() { [[ -n $cid ]] && docker rm -f "$cid" >/dev/null 2>&1; rm -rf "$work"; }
 trap cleanup EXIT
 
-# --- component images, named exactly as kubeadm will ask for them
+# --- component images. They are built under temporary local names (so no tag
+# of the host's docker is touched) and renamed to exactly what kubeadm asks
+# for inside the node's containerd.
 mapfile -t wanted < <("$k8s_bin/kubeadm" config images list --kubernetes-version "$version")
 log "images kubeadm wants: ${wanted[*]}"
+tmp_name() { local n=${1##*/}; echo "jobhandlers/kind-tmp-${n%%:*}:${n##*:}"; }
 scratch_image() { # NAME BINARY DEST ENTRYPOINT-JSON
   local name=$1 bin=$2 dest=$3 ep=$4 r=$work/rootfs-$RANDOM
   mkdir -p "$r/tmp" "$r/etc" "$r$(dirname "$dest")"
@@ -52,26 +63,28 @@ scratch_image() { # NAME BINARY DEST ENTRYPOINT-JSON
     --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' ${ep:+--change "ENTRYPOINT $ep"} - "$name" >/dev/null
   rm -rf "$r"
 }
+tmp_refs=()
 for ref in "${wanted[@]}"; do
   name=${ref##*/}; name=${name%%:*}
+  tmp=$(tmp_name "$ref"); tmp_refs+=("$tmp")
   case $name in
     kube-apiserver|kube-controller-manager|kube-scheduler)
-      scratch_image "$ref" "$k8s_bin/$name" "/usr/local/bin/$name" "" ;;
-    etcd) scratch_image "$ref" "$extra_bin/etcd" /usr/local/bin/etcd "" ;;
-    coredns) scratch_image "$ref" "$extra_bin/coredns" /coredns '["/coredns"]' ;;
-    pause) scratch_image "$ref" "$extra_bin/pause" /pause '["/pause"]'
+      scratch_image "$tmp" "$k8s_bin/$name" "/usr/local/bin/$name" "" ;;
+    etcd) scratch_image "$tmp" "$extra_bin/etcd" /usr/local/bin/etcd "" ;;
+    coredns) scratch_image "$tmp" "$extra_bin/coredns" /coredns '["/coredns"]' ;;
+    pause) scratch_image "$tmp" "$extra_bin/pause" /pause '["/pause"]'
       pause_ref=$ref ;;
     kube-proxy)
       c=$(docker create "$proxy_base" true)
       docker cp "$k8s_bin/kube-proxy" "$c:/usr/local/bin/kube-proxy"
-      docker commit -c 'ENTRYPOINT []' -c 'CMD []' "$c" "$ref" >/dev/null
+      docker commit -c 'ENTRYPOINT []' -c 'CMD []' "$c" "$tmp" >/dev/null
       docker rm "$c" >/dev/null ;;
     *) die "kubeadm wants image $ref and there is no recipe for it in $0" ;;
   esac
 done
 [[ -n ${pause_ref:-} ]] || die "kubeadm listed no pause image"
-docker save -o "$work/images.tar" "${wanted[@]}"
-docker rmi "${wanted[@]}" >/dev/null
+docker save -o "$work/images.tar" "${tmp_refs[@]}"
+docker rmi "${tmp_refs[@]}" >/dev/null
 timing component-images $((SECONDS - t))
 
 # --- the node: run the base without init, add binaries and preload images
@@ -89,10 +102,16 @@ docker exec "$cid" sh -ec "
   cat /tmp/containerd.log; exit 1"
 docker exec -i "$cid" ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned \
   --all-platforms --no-unpack --digests - < "$work/images.tar" >/dev/null
+for ref in "${wanted[@]}"; do
+  tmp=docker.io/$(tmp_name "$ref")
+  docker exec "$cid" ctr -n k8s.io images tag --force "$tmp" "$ref" >/dev/null
+  docker exec "$cid" ctr -n k8s.io images rm "$tmp" >/dev/null
+done
 have=$(docker exec "$cid" ctr -n k8s.io images ls -q)
 for ref in "${wanted[@]}"; do
   grep -qx "$ref" <<<"$have" || die "image $ref missing in the node's containerd after import"
 done
+[[ $(wc -l <<<"$have") == "${#wanted[@]}" ]] || die "unexpected images in the node's containerd: $have"
 docker exec "$cid" sh -c 'pkill containerd; for i in $(seq 1 40); do pgrep -x containerd >/dev/null || exit 0; sleep 0.25; done; exit 1'
 docker exec "$cid" rm -f /tmp/containerd.log
 docker stop -t 1 "$cid" >/dev/null

@@ -92,6 +92,23 @@ def scenario_summary() -> Iterator[dict]:
         tmp.replace(RESULTS / "kind-scenarios.json")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def live_progress(request) -> Iterator[None]:
+    """Progress lines reach the terminal while the test runs, capture or not."""
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    reporter = request.config.pluginmanager.getplugin("terminalreporter")
+
+    def emit(line: str) -> None:
+        if capman is None or reporter is None or not capman.is_globally_capturing():
+            return  # with -s the print() already reached the terminal
+        with capman.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    Progress.terminal = emit
+    yield
+    Progress.terminal = None
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -28,8 +28,16 @@ if [[ -z $offline ]]; then
   if timeout 15 docker search --limit 1 kindest/node >/dev/null 2>&1; then offline=0; else offline=1; fi
   log "registry reachable: $([[ $offline == 0 ]] && echo yes || echo no)"
 fi
+[[ $offline == 0 || $offline == 1 ]] || die "KIND_OFFLINE=$offline: use 1 (build the node image here) or 0 (stock kind image)"
 
 kubectl() { "$kind_dir/scripts/kubectl.sh" --kubeconfig "$kubeconfig" "$@"; }
+
+if "$KIND" get clusters 2>/dev/null | grep -qx "$name" && \
+   [[ -n $(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" --filter status=exited --filter status=created) ]]; then
+  log "cluster $name has stopped nodes (dockerd or host restarted?): recreating it"
+  "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
+  rm -f "$kubeconfig.delete"
+fi
 
 if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
   log "cluster $name exists"
@@ -48,13 +56,11 @@ else
     echo "name: $name"
     echo "networking:"
     echo "  podSubnet: $pod_subnet"
-    [[ $offline == 1 ]] && echo "  disableDefaultCNI: true"
+    if [[ $offline == 1 ]]; then echo "  disableDefaultCNI: true"; fi
     echo "nodes:"
-    echo "- role: control-plane"
-    [[ $offline == 1 ]] && echo "  image: $node_image"
-    for ((i = 0; i < workers; i++)); do
-      echo "- role: worker"
-      [[ $offline == 1 ]] && echo "  image: $node_image"
+    for ((i = 0; i <= workers; i++)); do
+      if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
+      if [[ $offline == 1 ]]; then echo "  image: $node_image"; fi
     done
   } > "$cfg"
   if [[ $offline == 1 ]]; then

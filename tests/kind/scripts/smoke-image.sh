@@ -9,6 +9,7 @@ tag=$(inputs_hash "$src" "$0" "$(go env GOVERSION)")
 ref=jobhandlers/kind-smoke:$tag
 if ! docker image inspect "$ref" >/dev/null 2>&1; then
   r=$(mktemp -d); trap 'rm -rf "$r"' EXIT
+  chmod 0755 "$r"
   mkdir -p "$r/tmp" "$r/etc" "$r/usr/local/bin" && chmod 1777 "$r/tmp"
   printf 'root:x:0:0::/:/sbin/nologin\nnobody:x:65534:65534::/:/sbin/nologin\n' > "$r/etc/passwd"
   (cd "$src" && go build -trimpath -ldflags '-s -w' -o "$r/usr/local/bin/smoke-agent" .)

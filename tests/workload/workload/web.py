@@ -63,19 +63,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         app = self.server.app
-        app.requests_begin()
-        parts = [p for p in urlsplit(self.path).path.split("/") if p]
+        app.requests_begin()  # counted until the reply is written: SIGTERM waits for it
         try:
-            status, body = app.route(method, parts, self._params if method == "POST" else dict)
-        except ValueError as exc:
-            status, body = 400, {"error": str(exc)}
-        except (db.Unreachable, psycopg.Error) as exc:
-            status, body = 503, {"error": f"database: {exc}"}
+            parts = [p for p in urlsplit(self.path).path.split("/") if p]
+            try:
+                status, body = app.route(method, parts, self._params if method == "POST" else dict)
+            except ValueError as exc:
+                status, body = 400, {"error": str(exc)}
+            except (db.Unreachable, psycopg.Error) as exc:
+                status, body = 503, {"error": f"database: {exc}"}
+            if parts != ["healthz"]:
+                log.event("http", method=method, path=self.path, status=status)
+            self._reply(status, body)
         finally:
             app.requests_end()
-        self._reply(status, body)
-        if parts != ["healthz"]:
-            log.event("http", method=method, path=self.path, status=status)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._dispatch("GET")

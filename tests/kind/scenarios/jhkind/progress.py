@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, ClassVar, Iterator
 
 
 @dataclass
@@ -21,14 +20,14 @@ class Progress:
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
 
+    # Set by the pytest conftest to write past output capturing (progress stays live).
+    terminal: ClassVar[Callable[[str], None] | None] = None
+
     def note(self, message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')} {self.name} +{self.elapsed():6.1f}s] {message}"
-        print(line, flush=True)
-        # Also to the real terminal, so `make test-kind` shows progress even when
-        # pytest captures output (captured copies still appear in failure reports).
-        if sys.stdout is not sys.__stdout__:
-            sys.__stdout__.write(line + "\n")
-            sys.__stdout__.flush()
+        print(line, flush=True)  # captured: part of the failure report
+        if Progress.terminal is not None:
+            Progress.terminal(line)
 
     @contextlib.contextmanager
     def phase(self, label: str) -> Iterator[None]:
