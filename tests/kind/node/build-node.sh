@@ -101,17 +101,20 @@ docker exec "$cid" sh -ec "
   for i in \$(seq 1 60); do ctr version >/dev/null 2>&1 && exit 0; sleep 0.5; done
   cat /tmp/containerd.log; exit 1"
 docker exec -i "$cid" ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned \
-  --all-platforms --no-unpack --digests - < "$work/images.tar" >/dev/null
+  --all-platforms --no-unpack - < "$work/images.tar" >/dev/null
 for ref in "${wanted[@]}"; do
   tmp=docker.io/$(tmp_name "$ref")
   docker exec "$cid" ctr -n k8s.io images tag --force "$tmp" "$ref" >/dev/null
   docker exec "$cid" ctr -n k8s.io images rm "$tmp" >/dev/null
+  # pinned: kubelet's image garbage collection never removes it
+  docker exec "$cid" ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
 done
 have=$(docker exec "$cid" ctr -n k8s.io images ls -q)
 for ref in "${wanted[@]}"; do
   grep -qx "$ref" <<<"$have" || die "image $ref missing in the node's containerd after import"
 done
-[[ $(wc -l <<<"$have") == "${#wanted[@]}" ]] || die "unexpected images in the node's containerd: $have"
+named=$(grep -v '^sha256:' <<<"$have")  # CRI adds sha256:<id> references itself
+[[ $(wc -l <<<"$named") == "${#wanted[@]}" ]] || die "unexpected images in the node's containerd: $named"
 docker exec "$cid" sh -c 'pkill containerd; for i in $(seq 1 40); do pgrep -x containerd >/dev/null || exit 0; sleep 0.25; done; exit 1'
 docker exec "$cid" rm -f /tmp/containerd.log
 docker stop -t 1 "$cid" >/dev/null

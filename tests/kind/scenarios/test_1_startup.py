@@ -108,3 +108,45 @@ def test_2_naive_chart_restarts(scenario: Scenario) -> None:
         p.fact("install_to_all_ready_s", _all_ready_after(sc, res.started))
         assert sum(restarts.values()) > 0, (
             "the naive chart showed no handler restart: scenario 1 would not be measuring anything")
+
+
+def test_9_gitops_mode_pods_wait_in_init(scenario: Scenario) -> None:
+    """Without hooks (Argo CD / Flux) the handler pods start while the plain Job migrates:
+    the wait-for-migrations init container really waits, and still nothing restarts."""
+    sc, p = scenario, scenario.progress
+    with p.phase(f"helm install --wait, migration.useHelmHooks=false, {MIGRATION_SECONDS}s migration"):
+        res = sc.install({"migration": {"useHelmHooks": False, "extraArgs": ["--slow", str(MIGRATION_SECONDS)]}},
+                         timeout_s=300).check("helm install (gitops mode)")
+    p.fact("helm_install_seconds", round(res.seconds, 1))
+    with p.phase("handler pods waited in init for the plain migration Job"):
+        jobs = sc.migration_jobs()
+        assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
+        job = jobs[0]
+        assert not (job["metadata"].get("annotations") or {}).get("helm.sh/hook"), "expected a plain Job"
+        assert sc.wait_job(job["metadata"]["name"], 120) == "complete"  # all conditions read, not the first
+        job = sc.migration_jobs()[0]
+        completed = job_completed_at(job)
+        sc.wait_handlers_ready(60)
+        pods = sc.handler_pods()
+        waited = []
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            created = parse_time(pod["metadata"]["creationTimestamp"])
+            init = pod["status"]["initContainerStatuses"][0]
+            term = init["state"]["terminated"]
+            assert init["name"] == "wait-for-migrations" and term["exitCode"] == 0 and init["restartCount"] == 0, init
+            finished = parse_time(term["finishedAt"])
+            main_started = parse_time(pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"])
+            tries = [ln for ln in sc.kube.logs(sc.namespace, name, "wait-for-migrations").splitlines()
+                     if ln.startswith("wait-for-migrations: try")]
+            p.note(f"{name}: created {created - completed:+.0f}s vs Job complete, init done {finished - completed:+.0f}s, "
+                   f"{len(tries)} schema checks")
+            assert created < completed, f"{name} was created after the migration: nothing to wait for"
+            assert finished >= completed - 1 and main_started >= finished, f"{name} did not wait for the migration"
+            assert len(tries) > 1, f"{name}: the init container did not loop: {tries}"
+            waited.append(finished - created)
+        p.fact("init_wait_seconds_max", round(max(waited), 1))
+        restarts = sc.handler_restarts()
+        p.fact("restarts_total", sum(restarts.values()))
+        assert sum(restarts.values()) == 0, f"restarts in gitops mode: {restarts}"
+        p.fact("install_to_all_ready_s", _all_ready_after(sc, res.started))

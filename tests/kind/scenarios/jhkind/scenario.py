@@ -79,15 +79,32 @@ class Scenario:
         if failed:
             dump_namespace(self.kube, self.namespace, self.helm.status(self.release, self.namespace))
         self.timeline.stop()
-        for pod in self.kube.pods(self.namespace):  # no drain waits during cleanup
-            self.kube._ignore_404(self.kube.core.delete_namespaced_pod, pod["metadata"]["name"], self.namespace,
-                                  grace_period_seconds=0)
+        try:
+            self.force_remove_pods()
+        except Exception as exc:  # cleanup must not hide the result
+            print(f"warning: pods of {self.namespace} not removed: {exc}")
         if delete_namespace:
             self.kube.delete_namespace(self.namespace)
         try:
             self.pg.drop_database(self.database)
         except Exception as exc:  # cleanup must not hide the result
             print(f"warning: could not drop database {self.database}: {exc}")
+
+    def force_remove_pods(self, timeout: float = 60) -> None:
+        """Scale every Deployment to 0 (nothing is recreated), drop the Jobs, then delete the
+        pods with grace 0: cleanup never waits out a drain grace of minutes."""
+        for dep in self.kube.apps.list_namespaced_deployment(self.namespace).items:
+            self.kube.apps.patch_namespaced_deployment_scale(dep.metadata.name, self.namespace,
+                                                             {"spec": {"replicas": 0}})
+        self.kube.batch.delete_collection_namespaced_job(self.namespace, propagation_policy="Background")
+
+        def gone() -> bool:
+            pods = self.kube.pods(self.namespace)
+            for pod in pods:
+                self.kube._ignore_404(self.kube.core.delete_namespaced_pod, pod["metadata"]["name"],
+                                      self.namespace, grace_period_seconds=0)
+            return not pods
+        wait_until(gone, timeout, f"every pod of {self.namespace} to be deleted", interval=1)
 
     # ---- helm ----
     def values_for(self, *overrides: dict) -> dict[str, Any]:
