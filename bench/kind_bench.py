@@ -18,6 +18,7 @@ import argparse
 import json
 import random
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -195,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT, help="directory for kind-bench.json and kind-readiness.png")
     args = ap.parse_args(argv)
     p = Progress("bench")
+    workdir = Path(tempfile.mkdtemp(prefix="kind-bench-"))
     try:
-        kube = Kube(setup.kubeconfig())
+        kube = Kube(setup.private_kubeconfig(workdir / "kubeconfig"))
         kube.server_version()
         helm = Helm(kube.kubeconfig)
         setup.load_images(p)
@@ -209,9 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     with p.phase("external PostgreSQL"):
         pg = pg_mod.install(kube)
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
+    try:
         for name in ("gated", "naive"):
-            results.append(run_variant(name, kube, helm, pg, Path(tmp)))
+            results.append(run_variant(name, kube, helm, pg, workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"kubernetes": kube.server_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "migration_seconds": MIGRATION_SECONDS, "jobs": JOBS, "job_seconds": [JOB_MIN, JOB_MAX],

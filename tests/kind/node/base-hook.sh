@@ -5,6 +5,7 @@ set -euo pipefail
 root=${1:?usage: base-hook.sh ROOTFS}
 files=$(cd "$(dirname "$0")" && pwd)/files
 cp -a "$files/." "$root/"
+mkdir -p "$root/kind/bin"
 chmod 0755 "$root/usr/local/bin/entrypoint" "$root/kind" "$root/kind/bin"
 # units that make no sense in a container
 find "$root/lib/systemd/system/sysinit.target.wants/" -name systemd-tmpfiles-setup.service -delete

@@ -50,7 +50,7 @@ trap cleanup EXIT
 # for inside the node's containerd.
 mapfile -t wanted < <("$k8s_bin/kubeadm" config images list --kubernetes-version "$version")
 log "images kubeadm wants: ${wanted[*]}"
-tmp_name() { local n=${1##*/}; echo "jobhandlers/kind-tmp-${n%%:*}:${n##*:}"; }
+tmp_name() { local n=${1##*/}; echo "jobhandlers.local/kind-tmp-${n%%:*}:${n##*:}"; }
 scratch_image() { # NAME BINARY DEST ENTRYPOINT-JSON
   local name=$1 bin=$2 dest=$3 ep=$4 r=$work/rootfs-$RANDOM
   mkdir -p "$r/tmp" "$r/etc" "$r$(dirname "$dest")"
@@ -103,7 +103,7 @@ docker exec "$cid" sh -ec "
 docker exec -i "$cid" ctr -n k8s.io images import --label=io.cri-containerd.pinned=pinned \
   --all-platforms --no-unpack - < "$work/images.tar" >/dev/null
 for ref in "${wanted[@]}"; do
-  tmp=docker.io/$(tmp_name "$ref")
+  tmp=$(tmp_name "$ref")
   docker exec "$cid" ctr -n k8s.io images tag --force "$tmp" "$ref" >/dev/null
   docker exec "$cid" ctr -n k8s.io images rm "$tmp" >/dev/null
   # pinned: kubelet's image garbage collection never removes it

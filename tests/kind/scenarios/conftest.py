@@ -28,10 +28,11 @@ def _fail(exc: Exception) -> None:
 
 
 @pytest.fixture(scope="session")
-def kind_kubeconfig() -> str:
-    """KUBECONFIG when given, else the kubeconfig `make kind-up` wrote; a missing one fails."""
+def kind_kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """KUBECONFIG when given, else the kubeconfig `make kind-up` wrote (a missing one fails);
+    a private copy, so helm keeps working while kind-up rewrites the original."""
     try:
-        return setup.kubeconfig()
+        return setup.private_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
     except setup.SetupError as exc:
         _fail(exc)
         raise

@@ -9,7 +9,9 @@ name=${KIND_CLUSTER_NAME:-jobhandlers}
 kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 docker info >/dev/null 2>&1 || { log "dockerd not running: nothing to delete"; exit 0; }
 "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
-rm -f "$kubeconfig" "$kubeconfig.delete"
+rm -f "$kubeconfig.delete" "$kind_dir/.work/kind-$name.yaml"
+# the kubeconfig path may hold another cluster's credentials: remove it only when it is this one's
+if [[ -f $kubeconfig ]] && grep -q "^  name: kind-$name\$" "$kubeconfig"; then rm -f "$kubeconfig"; fi
 left=$(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$name")
 [[ -z $left ]] || die "containers of cluster $name still exist: $left"
 log "cluster $name deleted, no containers left"

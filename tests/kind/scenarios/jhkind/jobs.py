@@ -36,6 +36,14 @@ class JobsDb:
         rows = self.pg.sql(self.database, "SELECT coalesce(max(revision), 0) FROM workload_schema_version")
         return int(rows[0][0])
 
+    def revision_applied_at(self, revision: int) -> float:
+        """Database time the migration to `revision` was committed (its transaction's now())."""
+        rows = self.pg.sql(self.database, f"""SELECT extract(epoch FROM applied_at) FROM workload_schema_version
+                                               WHERE revision = {int(revision)}""")
+        if not rows:
+            raise AssertionError(f"schema revision {revision} was never applied")
+        return float(rows[0][0])
+
     def states(self) -> dict[str, int]:
         out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
         for state, n in self.pg.sql(self.database, "SELECT state, count(*) FROM jobs GROUP BY state"):

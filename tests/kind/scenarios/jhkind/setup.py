@@ -34,6 +34,25 @@ def kubeconfig() -> str:
     return path
 
 
+def private_kubeconfig(dest: Path) -> str:
+    """A private copy of kubeconfig() at `dest` (helm keeps working while kind-up rewrites the
+    original); when that file is missing but the kind cluster runs, kind's own kubeconfig."""
+    try:
+        source = kubeconfig()
+    except SetupError:
+        if os.environ.get("KUBECONFIG"):
+            raise
+        try:
+            text = _run([str(BIN / "kind"), "get", "kubeconfig", "--name", cluster_name()], "kind get kubeconfig", 60)
+        except (SetupError, OSError):
+            raise SetupError(f"no kubeconfig at {DEFAULT_KUBECONFIG} and no kind cluster {cluster_name()!r}: "
+                             "run `make kind-up` (or set KUBECONFIG to a cluster's kubeconfig)") from None
+        dest.write_text(text)
+        return str(dest)
+    dest.write_bytes(Path(source).read_bytes())
+    return str(dest)
+
+
 def _run(cmd: list[str], what: str, timeout: float = 900) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
