@@ -88,5 +88,9 @@ test: tools venv deps ## unit, render, generated and workload tests, plus freshn
 bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm, workload lifecycle
 	$(PY) bench/run.py
 
+.PHONY: bench-kind
+bench-kind: tools venv image kind-up ## gated vs naive chart on the kind cluster: table, JSON, PNG in bench-results/
+	KUBECONFIG=$(KIND_KUBECONFIG) $(PY) bench/kind_bench.py
+
 -include tests/workload/workload.mk
 -include tests/kind/kind.mk

@@ -30,7 +30,7 @@ from jhkind import postgres as pg_mod  # noqa: E402
 from jhkind import setup  # noqa: E402
 from jhkind.cluster import RESTRICTED_LABELS, Kube, parse_time  # noqa: E402
 from jhkind.helm import ROOT, Helm  # noqa: E402
-from jhkind.observe import LogFollower, is_handler_pod, ready_series  # noqa: E402
+from jhkind.observe import LogFollower, ready_series, restart_series  # noqa: E402
 from jhkind.progress import Progress  # noqa: E402
 from jhkind.scenario import Scenario  # noqa: E402
 from jhkind.waits import WaitTimeout, wait_until  # noqa: E402
@@ -92,14 +92,15 @@ def run_variant(name: str, kube: Kube, helm: Helm, pg: pg_mod.Postgres, workdir:
         want = sum(int(d["spec"]["replicas"]) for d in sc.deployments().values())
         sc.wait_handlers_ready(120)
         series = ready_series(sc.timeline, res.started)
+        restarts = restart_series(sc.timeline, res.started)
         job = sc.migration_jobs()[0]
         result.update({
-            "install_to_ready_s": next((t for t, n in series if n >= want), None),
+            "install_to_ready_s": next((round(t, 1) for t, n in series if n >= want), None),
             "helm_install_s": round(res.seconds, 1),
             "migration_s": round(parse_time(job["status"]["completionTime"]) - parse_time(job["status"]["startTime"]), 1),
             "migration_done_s": round(parse_time(job["status"]["completionTime"]) - res.started, 1),
             "restarts": sum(sc.handler_restarts().values()),
-            "ready_series": series, "handlers": want, "job_grace_s": sc.grace("job"),
+            "ready_series": series, "restart_series": restarts, "handlers": want, "job_grace_s": sc.grace("job"),
         })
         p.note(f"Ready after {result['install_to_ready_s']}s, restarts {result['restarts']}")
 
@@ -155,6 +156,7 @@ def table(results: list[dict]) -> str:
         ("forced exits (exit != 0)", "forced_exits", "0"),
         ("rollout duration (s)", "rollout_s", ""),
         ("idle SIGTERM -> exit (s)", ("idle", "sigterm_to_exit_s"), "<= 1"),
+        ("idle delete -> exit, incl. preStop (s)", ("idle", "delete_to_exit_s"), ""),
         ("busy SIGTERM -> exit (s)", ("busy", "sigterm_to_exit_s"), ""),
         ("busy: last job end -> exit (s)", ("busy", "last_job_to_exit_s"), "<= 1"),
     ]
@@ -173,17 +175,25 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4))
+    from matplotlib.ticker import MaxNLocator
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    end = max(max(t for t, _ in r["ready_series"]) for r in results) + 5
     for r, color in zip(results, ("tab:green", "tab:red")):
-        xs = [t for t, _ in r["ready_series"]]
-        ys = [n for _, n in r["ready_series"]]
-        ax.step(xs, ys, where="post", color=color,
-                label=f"{r['variant']}: Ready after {r['install_to_ready_s']} s, {r['restarts']} restarts")
+        xs = [t for t, _ in r["ready_series"]] + [end]
+        ys = [n for _, n in r["ready_series"]] + [r["ready_series"][-1][1]]
+        ax.step(xs, ys, where="post", color=color, linewidth=2,
+                label=f"{r['variant']}: Ready handlers (all after {r['install_to_ready_s']} s)")
+        rx = [t for t, _ in r["restart_series"]] + [end]
+        ry = [n for _, n in r["restart_series"]] + [r["restart_series"][-1][1]]
+        ax.step(rx, ry, where="post", color=color, linestyle="--", linewidth=1,
+                label=f"{r['variant']}: container restarts (total {r['restarts']})")
         ax.axvline(r["migration_done_s"], color=color, linestyle=":", linewidth=1)
     ax.set_xlabel("seconds since helm install (dotted: migration Job complete)")
-    ax.set_ylabel("Ready handler pods")
-    ax.set_title(f"Readiness during install with a {MIGRATION_SECONDS} s migration")
-    ax.legend(loc="lower right")
+    ax.set_ylabel("pods / restarts")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(0, end)
+    ax.set_title(f"Gated vs naive chart: install with a {MIGRATION_SECONDS} s migration")
+    ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
@@ -213,7 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         for name in ("gated", "naive"):
-            results.append(run_variant(name, kube, helm, pg, workdir))
+            try:
+                results.append(run_variant(name, kube, helm, pg, workdir))
+            except (AssertionError, RuntimeError, TimeoutError) as exc:  # WaitTimeout is an AssertionError
+                print(f"kind_bench: error: variant {name!r} could not be measured (namespace dumped above): {exc}",
+                      file=sys.stderr)
+                return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)

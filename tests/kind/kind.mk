@@ -26,5 +26,5 @@ kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers rem
 test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
 
-test-kind: kind-up venv ## every kind test (smoke + scenarios) on the live cluster
+test-kind: image kind-up venv ## every kind test (smoke + scenarios) on the live cluster
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind

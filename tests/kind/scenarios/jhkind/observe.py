@@ -229,3 +229,18 @@ class LogFollower:
 
     def first(self, name: str) -> dict | None:
         return next((e for e in self.events() if e.get("event") == name), None)
+
+
+def restart_series(timeline: Timeline, t0: float, predicate: Callable[[dict], bool] = is_handler_pod) -> list[tuple[float, int]]:
+    """(seconds since t0, total container restarts of matching pods) at each increase."""
+    counts: dict[str, int] = {}
+    series: list[tuple[float, int]] = [(0.0, 0)]
+    for ch in timeline.pod_changes():
+        if not predicate(ch.obj):
+            continue
+        uid = ch.obj["metadata"]["uid"]
+        n = restart_count(ch.obj)
+        if n > counts.get(uid, 0):
+            counts[uid] = n
+            series.append((round(ch.t - t0, 3), sum(counts.values())))
+    return series
