@@ -3,13 +3,13 @@ WORKLOAD_DIR := $(ROOT)/tests/workload
 
 .PHONY: image workload-image postgres-image test-workload test-image bench-workload workload-dev
 
-image: venv ## build jobhandlers/workload:1, :2 and jobhandlers/postgres:15 (no registry needed)
+image: venv docker-up ## build jobhandlers/workload:1, :2 and jobhandlers/postgres:15 (no registry needed)
 	PY=$(PY) $(WORKLOAD_DIR)/build-images.sh all
 
-workload-image: venv ## build only jobhandlers/workload:1 and :2
+workload-image: venv docker-up ## build only jobhandlers/workload:1 and :2
 	PY=$(PY) $(WORKLOAD_DIR)/build-images.sh workload
 
-postgres-image: ## build only jobhandlers/postgres:15
+postgres-image: docker-up ## build only jobhandlers/postgres:15
 	PY=$(PY) $(WORKLOAD_DIR)/build-images.sh postgres
 
 test-workload: venv deps ## workload tests against a real PostgreSQL server
