@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH010: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH011: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -210,6 +210,20 @@ def _jh010(ctx: Context) -> Iterator[Hit]:
                       f"set handlers.{role}.resources.requests (cpu and memory)")
 
 
+def _jh011(ctx: Context) -> Iterator[Hit]:
+    grace = model.probe_grace(ctx.values, ctx.kube_version)
+    if grace is None:
+        return
+    pre_stop = ctx.num("drain.preStopSeconds")
+    if grace <= pre_stop:
+        yield Hit([_p("liveness.terminationGracePeriodSeconds"), _p("drain.preStopSeconds")],
+                  f"liveness.terminationGracePeriodSeconds={grace} is not above drain.preStopSeconds={pre_stop:g}: "
+                  "a liveness restart runs preStop first, so its sleep uses the whole probe grace and the "
+                  "wedged handler is SIGKILLed before it ever gets SIGTERM to requeue its jobs",
+                  f"set liveness.terminationGracePeriodSeconds to at least {pre_stop + 5:g} "
+                  "(preStopSeconds + 5 s for the handler to requeue and exit)")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("JH001", ERROR, "grace period below the computed drain time",
          "An explicit handlers.<role>.terminationGracePeriodSeconds is below "
@@ -248,6 +262,10 @@ RULES: tuple[Rule, ...] = (
     Rule("JH010", WARNING, "job handler without resource requests",
          "An enabled role without a port (a job handler) has no resources.requests.",
          "Set handlers.<role>.resources.requests.", _jh010),
+    Rule("JH011", ERROR, "probe-level grace used up by the preStop sleep",
+         "On Kubernetes >= 1.25, liveness.terminationGracePeriodSeconds <= drain.preStopSeconds: a liveness "
+         "restart runs preStop first and SIGKILLs the handler before SIGTERM.",
+         "Set liveness.terminationGracePeriodSeconds to at least drain.preStopSeconds + 5.", _jh011),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 
