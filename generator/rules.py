@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH011: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH012: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -224,6 +224,19 @@ def _jh011(ctx: Context) -> Iterator[Hit]:
                   "(preStopSeconds + 5 s for the handler to requeue and exit)")
 
 
+MIN_REQUEUE_SECONDS = 2
+
+
+def _jh012(ctx: Context) -> Iterator[Hit]:
+    buffer = ctx.num("drain.bufferSeconds")
+    if buffer // 2 < MIN_REQUEUE_SECONDS:
+        yield Hit([_p("drain.bufferSeconds")],
+                  f"drain.bufferSeconds={buffer:g} leaves {int(buffer // 2)} s between DRAIN_DEADLINE_SECONDS and "
+                  "the SIGKILL: a handler that hits its drain deadline is killed while it hands its jobs back, "
+                  "so they wait for their leases to expire instead of rerunning at once",
+                  f"set drain.bufferSeconds to at least {2 * MIN_REQUEUE_SECONDS}")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("JH001", ERROR, "grace period below the computed drain time",
          "An explicit handlers.<role>.terminationGracePeriodSeconds is below "
@@ -266,6 +279,10 @@ RULES: tuple[Rule, ...] = (
          "On Kubernetes >= 1.25, liveness.terminationGracePeriodSeconds <= drain.preStopSeconds: a liveness "
          "restart runs preStop first and SIGKILLs the handler before SIGTERM.",
          "Set liveness.terminationGracePeriodSeconds to at least drain.preStopSeconds + 5.", _jh011),
+    Rule("JH012", WARNING, "no time left to requeue after the drain deadline",
+         "drain.bufferSeconds < 4: DRAIN_DEADLINE_SECONDS (grace - preStopSeconds - bufferSeconds/2) leaves "
+         "under 2 s before SIGKILL to release the leases of unfinished jobs.",
+         "Set drain.bufferSeconds to at least 4.", _jh012),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 
