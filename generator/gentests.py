@@ -69,7 +69,18 @@ def expectations(values: dict[str, Any], versions: Sequence[str]) -> dict[str, A
             "pdb_api_version": model.pdb_api_version(v)}
         for v in versions
     }
+    probes = {v: {role: _probe_expectations(values, role, v) for role in model.enabled_roles(values)}
+              for v in versions}
+    pods = {v: {role: {"init_order": model.init_container_order(values, role, v),
+                       "regular_sidecars": model.regular_sidecars(values, role, v),
+                       "drain_mode": model.role_drain(values, role).mode,
+                       "pre_stop": model.prestop_action(values, role, v),
+                       "stop_signal": model.stop_signal_rendered(values, role, v),
+                       "node_loss_toleration": model.node_loss_toleration(values, role)}
+                for role in model.enabled_roles(values)} for v in versions}
     return {
+        "probes": probes,
+        "pods": pods,
         "versions": list(versions),
         "migration_enabled": migration_enabled,
         "hook_mode": hook_mode,
@@ -82,6 +93,23 @@ def expectations(values: dict[str, Any], versions: Sequence[str]) -> dict[str, A
         "roles": roles,
         "per_version": per_version,
     }
+
+
+def _probe_expectations(values: dict[str, Any], role: str, version: str) -> dict[str, Any]:
+    """kind -> what the rendered probe must be (None when it is not rendered)."""
+    out: dict[str, Any] = {}
+    for kind in model.PROBE_KINDS:
+        p = model.resolve_probe(values, role, kind)
+        rendered = p.enabled and (kind != "startup" or model.role_startup_probe_rendered(values, role, version))
+        if not rendered:
+            out[kind] = None
+            continue
+        out[kind] = {"handler": "exec" if p.handler == "heartbeat" else p.handler, "heartbeat": p.handler == "heartbeat",
+                     "periodSeconds": p.period, "failureThreshold": p.failure, "timeoutSeconds": p.timeout,
+                     "grace": model.rendered_probe_grace(p, version)}
+        if kind == "liveness":
+            out[kind]["initialDelaySeconds"] = model.role_liveness_initial_delay(values, role, version)
+    return out
 
 
 def generate_one(example: Path, versions: Sequence[str] = model.KUBE_VERSIONS) -> str:

@@ -18,6 +18,23 @@ DEFAULT_KUBE_VERSION = "1.34"
 PROBE_GRACE_MIN_VERSION = "1.25"
 # PodDisruptionBudget policy/v1 exists from this version on.
 PDB_V1_MIN_VERSION = "1.21"
+# grpc probes: beta, on by default (GRPCContainerProbe) from 1.24; GA 1.27.
+GRPC_PROBE_MIN_VERSION = "1.24"
+# The native preStop sleep action: beta, on by default (PodLifecycleSleepAction) from 1.30.
+NATIVE_SLEEP_MIN_VERSION = "1.30"
+# lifecycle.stopSignal: alpha (ContainerStopSignals, off by default) from 1.33.
+STOP_SIGNAL_MIN_VERSION = "1.33"
+# Native sidecars (init containers with restartPolicy Always): beta, on by default from 1.29.
+NATIVE_SIDECAR_MIN_VERSION = "1.29"
+# topologySpreadConstraints honoured (EvenPodsSpread beta) from 1.18; matchLabelKeys from 1.27.
+SPREAD_MIN_VERSION = "1.18"
+SPREAD_MATCH_LABEL_KEYS_MIN_VERSION = "1.27"
+PROBE_KINDS: tuple[str, ...] = ("readiness", "liveness", "startup")
+HANDLER_KINDS: tuple[str, ...] = ("exec", "httpGet", "tcpSocket", "grpc", "heartbeat")
+DRAIN_MODES: tuple[str, ...] = ("marker", "signal", "command", "none")
+# Kubernetes' own probe defaults, used where neither the role nor the chart-wide block sets a key.
+PROBE_DEFAULTS = {"periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 1, "successThreshold": 1,
+                  "initialDelaySeconds": 0}
 RELEASE_NAME = "demo"
 NAMESPACE = "demo"
 
@@ -69,7 +86,7 @@ def role_grace(values: Mapping[str, Any], role: str) -> Grace:
     """The grace model for one role of a (merged) values mapping."""
     drain = values.get("drain", {})
     spec = values["handlers"][role]
-    multiplier = float(drain.get("runtimeMultiplier", 1.0))
+    multiplier = float(drain.get("runtimeMultiplier", 1.0))  # "1.5" from helm --set too
     buffer = int(drain.get("bufferSeconds", 30))
     pre_stop = int(drain.get("preStopSeconds", 10))
     runtime = int(spec["maxJobRuntimeSeconds"])
@@ -120,3 +137,212 @@ def probe_grace(values: Mapping[str, Any], kube_version: str) -> int | None:
 def pdb_api_version(kube_version: str) -> str:
     """policy/v1 from 1.21, policy/v1beta1 below."""
     return "policy/v1" if at_least(kube_version, PDB_V1_MIN_VERSION) else "policy/v1beta1"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One resolved probe of a role: its handler and thresholds (what the chart renders)."""
+
+    kind: str  # readiness | liveness | startup
+    handler: str  # exec | httpGet | tcpSocket | grpc | heartbeat
+    spec: Mapping[str, Any]
+    period: int
+    failure: int
+    timeout: int
+    success: int
+    initial_delay: int
+    grace: int | None  # probe-level terminationGracePeriodSeconds as set (not version-gated)
+    enabled: bool
+    max_age: int | None = None  # heartbeat only
+    path: str | None = None  # heartbeat only
+    source: str = ""  # dotted key of the block the handler came from ("" = the built-in heartbeat)
+
+    @property
+    def window(self) -> int:
+        """Seconds from the last good moment to the probe failing: period x failures (+ maxAge)."""
+        return self.period * self.failure + (self.max_age or 0)
+
+
+def _role_spec(values: Mapping[str, Any], role: str) -> Mapping[str, Any]:
+    return (values.get("handlers") or {}).get(role) or {}
+
+
+def _block(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def probe_candidate_keys(role: str, kind: str) -> list[str]:
+    """The dotted keys of probe_candidates, in the same order."""
+    own = {k: f"handlers.{role}.{k}Probe" for k in ("readiness", "liveness", "startup")}
+    if kind == "readiness":
+        return [own["readiness"], own["liveness"], "readiness", "liveness"]
+    if kind == "liveness":
+        return [own["liveness"], own["readiness"], "liveness", "readiness"]
+    return [own["startup"], own["liveness"], own["readiness"], "startupProbe", "liveness", "readiness"]
+
+
+def probe_candidates(values: Mapping[str, Any], role: str, kind: str) -> list[Mapping[str, Any]]:
+    """The blocks a probe's handler is looked up in, in order (see _probes.tpl)."""
+    spec = _role_spec(values, role)
+    rr, rl, rs = (_block(spec.get(k)) for k in ("readinessProbe", "livenessProbe", "startupProbe"))
+    gr, gl, gs = (_block(values.get(k)) for k in ("readiness", "liveness", "startupProbe"))
+    if kind == "readiness":
+        return [rr, rl, gr, gl]
+    if kind == "liveness":
+        return [rl, rr, gl, gr]
+    return [rs, rl, rr, gs, gl, gr]
+
+
+def resolve_probe(values: Mapping[str, Any], role: str, kind: str) -> Probe:
+    """A role's probe of one kind, resolved exactly like "jobhandlers.probe.resolve"."""
+    candidates = probe_candidates(values, role, kind)
+    own = candidates[0]
+    glob = _block(values.get("startupProbe" if kind == "startup" else kind))
+    handler, hspec, source, source_key = "heartbeat", {}, own, ""
+    for block, key in zip(candidates, probe_candidate_keys(role, kind)):
+        found = next((k for k in HANDLER_KINDS if block.get(k) is not None), None)
+        if found:
+            handler, hspec, source, source_key = found, block[found], block, f"{key}.{found}"
+            break
+    nums: dict[str, int] = {}
+    for key, default in PROBE_DEFAULTS.items():
+        value = glob.get(key, default)
+        if key == "timeoutSeconds" and source is not own and source.get(key) is not None:
+            value = source[key]  # a borrowed handler brings its timeout: it is the command's cost
+        if own.get(key) is not None:
+            value = own[key]
+        nums[key] = int(value)
+    grace = glob.get("terminationGracePeriodSeconds")
+    if "terminationGracePeriodSeconds" in own:
+        grace = own["terminationGracePeriodSeconds"]
+    enabled = True
+    for block in (glob, own):
+        if isinstance(block.get("enabled"), bool):
+            enabled = block["enabled"]
+    max_age = path = None
+    if handler == "heartbeat":
+        max_age = int(_block(values.get("readiness" if kind == "startup" else kind)).get("maxAgeSeconds", 20))
+        own_beat = _block(own.get("heartbeat"))
+        if own_beat.get("maxAgeSeconds"):
+            max_age = int(own_beat["maxAgeSeconds"])
+        heartbeat = _block(values.get("heartbeat"))
+        path = str(_block(hspec).get("path") or heartbeat.get("path") or "heartbeat")
+        if not path.startswith("/"):
+            path = f"{heartbeat.get('dir', '/run/jobhandlers')}/{path}"
+    return Probe(kind=kind, handler=handler, spec=hspec, period=nums["periodSeconds"],
+                 failure=nums["failureThreshold"], timeout=nums["timeoutSeconds"], success=nums["successThreshold"],
+                 initial_delay=nums["initialDelaySeconds"], grace=None if grace is None else int(grace),
+                 enabled=enabled, max_age=max_age, path=path, source=source_key)
+
+
+def role_startup_probe_rendered(values: Mapping[str, Any], role: str, kube_version: str) -> bool:
+    """The role's startupProbe is rendered: enabled for the role, and the version gate."""
+    if not resolve_probe(values, role, "startup").enabled:
+        return False
+    return startup_probe_rendered({**values, "startupProbe": {**_block(values.get("startupProbe")), "enabled": True}},
+                                  kube_version)
+
+
+def role_liveness_initial_delay(values: Mapping[str, Any], role: str, kube_version: str) -> int:
+    """The role's liveness initialDelaySeconds: its own with a startupProbe, else at least the
+    startup budget periodSeconds x failureThreshold of its resolved startupProbe."""
+    live = resolve_probe(values, role, "liveness")
+    if role_startup_probe_rendered(values, role, kube_version):
+        return live.initial_delay
+    start = resolve_probe(values, role, "startup")
+    return max(live.initial_delay, start.period * start.failure)
+
+
+def rendered_probe_grace(probe: Probe, kube_version: str) -> int | None:
+    """The probe-level grace the chart renders: liveness/startup only, from 1.25."""
+    if probe.kind == "readiness" or probe.grace is None or not at_least(kube_version, PROBE_GRACE_MIN_VERSION):
+        return None
+    return probe.grace
+
+
+@dataclass(frozen=True)
+class Drain:
+    """A role's drain adapter."""
+
+    mode: str
+    signal: str  # without the SIG prefix
+    command: tuple[str, ...]
+    stop_signal: str | None
+
+
+def role_drain(values: Mapping[str, Any], role: str) -> Drain:
+    """The role's drain settings over the chart-wide drain block."""
+    glob, own = _block(values.get("drain")), _block(_role_spec(values, role).get("drain"))
+    merged = {"mode": glob.get("mode") or "marker", "signal": glob.get("signal") or "TSTP",
+              "command": glob.get("command") or [], "stopSignal": glob.get("stopSignal") or None}
+    merged.update({k: v for k, v in own.items() if v is not None})
+    return Drain(mode=str(merged["mode"]), signal=str(merged["signal"]).removeprefix("SIG"),
+                 command=tuple(str(x) for x in merged["command"] or ()),
+                 stop_signal=str(merged["stopSignal"]) if merged["stopSignal"] else None)
+
+
+def prestop_action(values: Mapping[str, Any], role: str, kube_version: str) -> str | None:
+    """What the preStop is: "exec", "sleep" (the native action) or None (no preStop)."""
+    drain = role_drain(values, role)
+    pre_stop = int(_block(values.get("drain")).get("preStopSeconds", 10))
+    if drain.mode in ("marker", "signal", "command"):
+        return "exec"
+    if pre_stop == 0:
+        return None
+    native = _block(values.get("drain")).get("nativeSleep", True)
+    return "sleep" if native and at_least(kube_version, NATIVE_SLEEP_MIN_VERSION) else "exec"
+
+
+def stop_signal_rendered(values: Mapping[str, Any], role: str, kube_version: str) -> bool:
+    """lifecycle.stopSignal is rendered: set, gate declared, cluster >= 1.33."""
+    return bool(role_drain(values, role).stop_signal) and bool(
+        _block(values.get("drain")).get("stopSignalFeatureGate")) and at_least(kube_version, STOP_SIGNAL_MIN_VERSION)
+
+
+def needs_shell(values: Mapping[str, Any], role: str, kube_version: str) -> bool:
+    """The role's handler container needs sh in the image (wrapper, heartbeat probe, preStop script)."""
+    if role_drain(values, role).mode in ("marker", "signal"):
+        return True
+    if role_drain(values, role).mode == "command" and int(_block(values.get("drain")).get("preStopSeconds", 10)):
+        return True
+    probes = [resolve_probe(values, role, k) for k in ("readiness", "liveness")]
+    if role_startup_probe_rendered(values, role, kube_version):
+        probes.append(resolve_probe(values, role, "startup"))
+    return any(p.enabled and p.handler == "heartbeat" for p in probes)
+
+
+def native_sidecars(kube_version: str) -> bool:
+    """Sidecars are native init containers (restartPolicy Always) on this version."""
+    return at_least(kube_version, NATIVE_SIDECAR_MIN_VERSION)
+
+
+def node_loss_toleration(values: Mapping[str, Any], role: str) -> int | None:
+    """tolerationSeconds for not-ready/unreachable: the role's, else the chart-wide one."""
+    own = _role_spec(values, role).get("nodeLossTolerationSeconds")
+    value = own if own is not None else values.get("nodeLossTolerationSeconds", 30)
+    return None if value is None else int(value)
+
+
+def _names(items: Any) -> list[str]:
+    return [str(c.get("name")) for c in items or [] if isinstance(c, Mapping)]
+
+
+def init_container_order(values: Mapping[str, Any], role: str, kube_version: str) -> list[str]:
+    """The initContainers of a role's pod, in order: native sidecars, extraInitContainers
+    "before", wait-for-migrations, extraInitContainers "after" (see _pod.tpl)."""
+    spec = _role_spec(values, role)
+    inits = list(values.get("extraInitContainers") or []) + list(spec.get("extraInitContainers") or [])
+    sidecars = list(values.get("sidecars") or []) + list(spec.get("sidecars") or [])
+    order = _names(sidecars) if native_sidecars(kube_version) else []
+    order += _names([c for c in inits if (c.get("position") or "before") == "before"])
+    if _block(values.get("waitForMigrations")).get("enabled", True):
+        order.append("wait-for-migrations")
+    order += _names([c for c in inits if c.get("position") == "after"])
+    return order
+
+
+def regular_sidecars(values: Mapping[str, Any], role: str, kube_version: str) -> list[str]:
+    """Sidecars rendered as regular containers (below the native-sidecar version)."""
+    if native_sidecars(kube_version):
+        return []
+    return _names(list(values.get("sidecars") or []) + list(_role_spec(values, role).get("sidecars") or []))

@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH012: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH020: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -124,6 +124,35 @@ def _jh002(ctx: Context) -> Iterator[Hit]:
                   f"set readiness.maxAgeSeconds to at least {3 * beat:g}")
 
 
+def _jh002_roles(ctx: Context) -> Iterator[Hit]:
+    """JH002 generalised to every probe kind: per role, the liveness window must stay at least
+    3x the readiness window (period x failureThreshold, plus maxAge for heartbeats)."""
+    for role in model.enabled_roles(ctx.values):
+        ready = model.resolve_probe(ctx.values, role, "readiness")
+        live = model.resolve_probe(ctx.values, role, "liveness")
+        if not (ready.enabled and live.enabled) or (ready.handler == live.handler == "heartbeat"
+                                                    and not _role_probe_keys(ctx, role)):
+            continue  # the chart-wide heartbeat windows: _jh002 above
+        if live.window < 3 * ready.window:
+            key = f"handlers.{role}.livenessProbe"
+            yield Hit([_p(key), _p(f"handlers.{role}.readinessProbe"), _p("liveness")],
+                      f"role {role}: the liveness window {live.window} s ({live.handler}: {live.period} x "
+                      f"{live.failure}{f' + maxAge {live.max_age}' if live.max_age else ''}) is less than 3 x the "
+                      f"readiness window {ready.window} s: a slow handler is restarted instead of just taken out "
+                      "of rotation",
+                      f"widen {key} (periodSeconds x failureThreshold) to at least {3 * ready.window} s")
+
+
+def _role_probe_keys(ctx: Context, role: str) -> bool:
+    spec = (ctx.values.get("handlers") or {}).get(role) or {}
+    return any(spec.get(k) for k in ("readinessProbe", "livenessProbe"))
+
+
+def _jh002_all(ctx: Context) -> Iterator[Hit]:
+    yield from _jh002(ctx)
+    yield from _jh002_roles(ctx)
+
+
 def _jh003(ctx: Context) -> Iterator[Hit]:
     if not (ctx.flag("migration.enabled", True) and ctx.flag("waitForMigrations.enabled", True)):
         return
@@ -237,6 +266,214 @@ def _jh012(ctx: Context) -> Iterator[Hit]:
                   f"set drain.bufferSeconds to at least {2 * MIN_REQUEUE_SECONDS}")
 
 
+# argv[0]s that start an interpreter or a framework: seconds, not milliseconds, per probe.
+HEAVY_COMMANDS = ("python", "python3", "celery", "django-admin", "manage.py", "procrastinate", "pulpcore-manager",
+                  "ruby", "bundle", "rails", "rake", "node", "npm", "java", "php", "flask", "airflow", "galaxy")
+MIN_HEAVY_EXEC_TIMEOUT = 5
+
+
+def _role_probes(ctx: Context) -> Iterator[tuple[str, list[model.Probe]]]:
+    """Per enabled role, its rendered probes (startup only where the chart renders it)."""
+    for role in model.enabled_roles(ctx.values):
+        probes = [model.resolve_probe(ctx.values, role, kind) for kind in model.PROBE_KINDS]
+        yield role, [p for p in probes if p.enabled and (
+            p.kind != "startup" or model.role_startup_probe_rendered(ctx.values, role, ctx.kube_version))]
+
+
+def _probe_paths(role: str, probes: Sequence[model.Probe]) -> list[KeyPath]:
+    """Where a finding about these probes is reported: the role's own probe blocks first."""
+    paths: list[KeyPath] = [_p(p.source) for p in probes if p.source]
+    for p in probes:
+        own = f"handlers.{role}.{p.kind}Probe"
+        paths += [_p(f"{own}.{p.handler}"), _p(f"{own}.timeoutSeconds")]
+    for p in probes:
+        paths += [_p(f"handlers.{role}.{p.kind}Probe"), _p("startupProbe" if p.kind == "startup" else p.kind)]
+    return paths + [_p(f"handlers.{role}")]
+
+
+def _kinds(probes: Sequence[model.Probe]) -> str:
+    return ", ".join(p.kind for p in probes)
+
+
+def _argv(probe: model.Probe) -> list[str]:
+    return [str(x) for x in (probe.spec or {}).get("command") or []]
+
+
+def _jh013(ctx: Context) -> Iterator[Hit]:
+    for role, probes in _role_probes(ctx):
+        execs = [p for p in probes if p.handler == "exec"]
+        slow = []
+        for p in execs:
+            words = [a.rsplit("/", 1)[-1] for a in _argv(p)[:3]]
+            heavy = next((w for w in words if w in HEAVY_COMMANDS or w.startswith("python")), None)
+            if heavy and p.timeout < MIN_HEAVY_EXEC_TIMEOUT:
+                slow.append((p, heavy))
+        if slow:
+            heavy = slow[0][1]
+            yield Hit(_probe_paths(role, [p for p, _ in slow]),
+                      f"role {role}: the {_kinds([p for p, _ in slow])} exec probe starts {heavy} with timeoutSeconds="
+                      f"{'/'.join(str(p.timeout) for p, _ in slow)}: an interpreter's start-up alone can take that "
+                      "long on a busy node, so the probe fails on a healthy handler",
+                      "set " + " and ".join(f"handlers.{role}.{p.kind}Probe.timeoutSeconds" for p, _ in slow)
+                      + f" to at least {MIN_HEAVY_EXEC_TIMEOUT}")
+            continue
+        overlap = [p for p in execs if p.timeout >= p.period and p.kind != "startup"]
+        if overlap:
+            yield Hit(_probe_paths(role, overlap),
+                      f"role {role}: the {_kinds(overlap)} exec probe's timeoutSeconds is not below its periodSeconds: "
+                      "probes overlap and pile up on a slow handler",
+                      "set periodSeconds above timeoutSeconds")
+
+
+def _jh014(ctx: Context) -> Iterator[Hit]:
+    import re
+    var = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+    for role, probes in _role_probes(ctx):
+        bad = [p for p in probes if p.handler == "exec" and any(var.search(a) for a in _argv(p))]
+        if bad:
+            argv = _argv(bad[0])
+            ref = next(m.group(1) for a in argv for m in [var.search(a)] if m)
+            fixed = " ".join(var.sub(r"$\1", a) for a in argv)
+            yield Hit(_probe_paths(role, bad),
+                      f"role {role}: the {_kinds(bad)} exec probe uses $({ref}), but Kubernetes expands $(VAR) only "
+                      f"in a container's command and args, not in probe commands: '{' '.join(argv)}' gets it literally",
+                      f'let a shell expand it: command: ["sh", "-c", "{fixed}"]')
+
+
+def _jh015(ctx: Context) -> Iterator[Hit]:
+    if model.at_least(ctx.kube_version, model.GRPC_PROBE_MIN_VERSION):
+        return
+    for role, probes in _role_probes(ctx):
+        grpc = [p for p in probes if p.handler == "grpc"]
+        if grpc:
+            yield Hit(_probe_paths(role, grpc),
+                      f"role {role}: grpc {_kinds(grpc)} probe on Kubernetes {ctx.kube_version} < "
+                      f"{model.GRPC_PROBE_MIN_VERSION}: the API server drops it and the container has no probe",
+                      f"use httpGet, tcpSocket or exec there, or target Kubernetes >= {model.GRPC_PROBE_MIN_VERSION}")
+
+
+def _migration_sidecars(ctx: Context) -> list[str]:
+    chart = [s for s in ctx.get("sidecars") or [] if isinstance(s, Mapping) and s.get("migration")]
+    own = [s for s in ctx.get("migration.sidecars") or [] if isinstance(s, Mapping)]
+    return [str(s.get("name")) for s in chart + own]
+
+
+def _jh016(ctx: Context) -> Iterator[Hit]:
+    if not ctx.flag("migration.enabled", True) or model.native_sidecars(ctx.kube_version):
+        return
+    names = _migration_sidecars(ctx)
+    if names:
+        yield Hit([_p("migration.sidecars"), _p("sidecars")],
+                  f"the migration Job has sidecars ({', '.join(names)}) on Kubernetes {ctx.kube_version} < "
+                  f"{model.NATIVE_SIDECAR_MIN_VERSION}: without native sidecars a sidecar keeps running after "
+                  "migrate exits and the Job never completes (the chart refuses to render it)",
+                  "remove migration: true (and migration.sidecars) below 1.29, or target Kubernetes >= 1.29")
+
+
+def _jh017(ctx: Context) -> Iterator[Hit]:
+    if model.native_sidecars(ctx.kube_version) or not ctx.flag("waitForMigrations.enabled", True):
+        return
+    paths, names = [], []
+    for role in model.enabled_roles(ctx.values):
+        spec = (ctx.values.get("handlers") or {}).get(role) or {}
+        own = [str(s.get("name")) for s in spec.get("sidecars") or [] if isinstance(s, Mapping)]
+        if own:
+            paths.append(_p(f"handlers.{role}.sidecars"))
+            names += own
+    names += [str(s.get("name")) for s in ctx.get("sidecars") or [] if isinstance(s, Mapping)]
+    if names:
+        yield Hit(paths + [_p("sidecars")],
+                  f"on Kubernetes {ctx.kube_version} < {model.NATIVE_SIDECAR_MIN_VERSION} the sidecars "
+                  f"({', '.join(sorted(set(names)))}) are regular containers: they start only after "
+                  "wait-for-migrations, so a database proxy cannot serve the wait, and they get SIGTERM with the "
+                  "handler instead of after it",
+                  "let the wait and the handler reach the database directly below 1.29, or target >= 1.29")
+
+
+RESTRICTED_CAPS = {"NET_BIND_SERVICE"}
+
+
+def _restricted_problems(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[str]:
+    """What makes a pod/container security context leave Pod Security "restricted"."""
+    out = []
+    if pod.get("runAsNonRoot") is False or container.get("runAsNonRoot") is False:
+        out.append("runAsNonRoot: false")
+    if not (pod.get("runAsNonRoot") or container.get("runAsNonRoot")):
+        out.append("runAsNonRoot unset")
+    for ctx_name, c in (("pod", pod), ("container", container)):
+        if c.get("runAsUser") == 0:
+            out.append(f"{ctx_name} runAsUser: 0")
+        profile = (c.get("seccompProfile") or {}).get("type")
+        if profile == "Unconfined":
+            out.append(f"{ctx_name} seccompProfile Unconfined")
+    if not ((pod.get("seccompProfile") or {}).get("type") or (container.get("seccompProfile") or {}).get("type")):
+        out.append("no seccompProfile")
+    if container.get("allowPrivilegeEscalation") is not False:
+        out.append("allowPrivilegeEscalation not false")
+    if container.get("privileged"):
+        out.append("privileged: true")
+    caps = container.get("capabilities") or {}
+    if "ALL" not in [str(c) for c in caps.get("drop") or []]:
+        out.append("capabilities.drop lacks ALL")
+    added = sorted(set(str(c) for c in caps.get("add") or []) - RESTRICTED_CAPS)
+    if added:
+        out.append("capabilities.add " + ",".join(added))
+    return out
+
+
+def _deep(base: Any, over: Any) -> Any:
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        return {**base, **{k: _deep(base.get(k), v) for k, v in over.items()}}
+    return over if over is not None else base
+
+
+def _jh018(ctx: Context) -> Iterator[Hit]:
+    for role in model.enabled_roles(ctx.values):
+        spec = (ctx.values.get("handlers") or {}).get(role) or {}
+        pod = _deep(ctx.get("podSecurityContext") or {}, spec.get("podSecurityContext") or {})
+        container = _deep(ctx.get("containerSecurityContext") or {}, spec.get("securityContext") or {})
+        problems = _restricted_problems(pod, container)
+        if problems:
+            yield Hit([_p(f"handlers.{role}.securityContext"), _p(f"handlers.{role}.podSecurityContext"),
+                       _p("containerSecurityContext"), _p("podSecurityContext")],
+                      f"role {role} leaves Pod Security \"restricted\" ({'; '.join(problems)}): a namespace that "
+                      "enforces restricted rejects its pods",
+                      "keep the chart's defaults (runAsNonRoot, RuntimeDefault seccomp, no privilege escalation, "
+                      "drop ALL), or label the namespace for the Pod Security level you need")
+
+
+def _jh019(ctx: Context) -> Iterator[Hit]:
+    gate = ctx.flag("drain.stopSignalFeatureGate", False)
+    for role in model.enabled_roles(ctx.values):
+        drain = model.role_drain(ctx.values, role)
+        if drain.stop_signal and not model.stop_signal_rendered(ctx.values, role, ctx.kube_version):
+            why = (f"Kubernetes {ctx.kube_version} < {model.STOP_SIGNAL_MIN_VERSION}"
+                   if not model.at_least(ctx.kube_version, model.STOP_SIGNAL_MIN_VERSION)
+                   else "drain.stopSignalFeatureGate is false (ContainerStopSignals is alpha, off by default)")
+            yield Hit([_p(f"handlers.{role}.drain.stopSignal"), _p("drain.stopSignal"), _p("drain.stopSignalFeatureGate")],
+                      f"role {role}: drain.stopSignal={drain.stop_signal} cannot be rendered: {why}; the kubelet "
+                      "would send the image's STOPSIGNAL instead (the chart refuses to render it)",
+                      f"use drain.mode: signal with drain.signal: {drain.stop_signal.removeprefix('SIG')} (a preStop "
+                      "kill; needs sh), or bake STOPSIGNAL into the image" + ("" if gate else
+                      ", or declare drain.stopSignalFeatureGate: true if the gate is on"))
+
+
+def _jh020(ctx: Context) -> Iterator[Hit]:
+    for role in model.enabled_roles(ctx.values):
+        spec = (ctx.values.get("handlers") or {}).get(role) or {}
+        drain = model.role_drain(ctx.values, role)
+        if drain.mode == "marker" and not spec.get("command"):
+            yield Hit([_p(f"handlers.{role}.command"), _p(f"handlers.{role}.drain.mode"), _p("drain.mode"),
+                       _p(f"handlers.{role}")],
+                      f"role {role} has no command, but drain.mode=marker wraps the command in sh -c (the chart "
+                      "refuses to render it)",
+                      f"set handlers.{role}.command, or handlers.{role}.drain.mode: none | signal | command")
+        if drain.mode == "command" and not drain.command:
+            yield Hit([_p(f"handlers.{role}.drain.mode"), _p("drain.mode")],
+                      f"role {role}: drain.mode=command without drain.command (the chart refuses to render it)",
+                      f"set handlers.{role}.drain.command to the app's quiesce command")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("JH001", ERROR, "grace period below the computed drain time",
          "An explicit handlers.<role>.terminationGracePeriodSeconds is below "
@@ -244,8 +481,9 @@ RULES: tuple[Rule, ...] = (
          "Remove the explicit value (the chart computes it) or raise it to the computed value.", _jh001),
     Rule("JH002", ERROR, "probe windows too close",
          "liveness.maxAgeSeconds < 3 * readiness.maxAgeSeconds, or readiness.maxAgeSeconds < 3 * "
-         "heartbeat.intervalSeconds.",
-         "Widen liveness.maxAgeSeconds / readiness.maxAgeSeconds to at least 3* the window below.", _jh002),
+         "heartbeat.intervalSeconds; for probes set per role (any handler), the liveness window "
+         "(periodSeconds x failureThreshold, + maxAge for heartbeats) < 3 * the readiness window.",
+         "Widen liveness.maxAgeSeconds / readiness.maxAgeSeconds to at least 3* the window below.", _jh002_all),
     Rule("JH003", ERROR, "handlers stop waiting before the migration may end",
          "waitForMigrations.timeoutSeconds < migration.activeDeadlineSeconds + "
          "migration.waitForDatabase.timeoutSeconds.",
@@ -283,6 +521,37 @@ RULES: tuple[Rule, ...] = (
          "drain.bufferSeconds < 4: DRAIN_DEADLINE_SECONDS (grace - preStopSeconds - bufferSeconds/2) leaves "
          "under 2 s before SIGKILL to release the leases of unfinished jobs.",
          "Set drain.bufferSeconds to at least 4.", _jh012),
+    Rule("JH013", WARNING, "exec probe timeout unrealistic for its command",
+         "An exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with "
+         "timeoutSeconds < 5, or any exec probe's timeoutSeconds is not below its periodSeconds.",
+         "Give interpreter probes timeoutSeconds >= 5 and periodSeconds above the timeout.", _jh013),
+    Rule("JH014", WARNING, "$(VAR) in a probe command",
+         "An exec probe's command contains $(VAR): Kubernetes expands it only in container command/args, "
+         "so the probe gets the text literally.",
+         'Wrap the probe in ["sh", "-c", "... $VAR ..."].', _jh014),
+    Rule("JH015", ERROR, "grpc probe below Kubernetes 1.24",
+         "A grpc probe with --kube-version < 1.24, where the API server drops it.",
+         "Use httpGet, tcpSocket or exec, or target Kubernetes >= 1.24.", _jh015),
+    Rule("JH016", ERROR, "sidecar in the migration Job without native sidecars",
+         "Sidecars with migration: true (or migration.sidecars) with --kube-version < 1.29: a regular sidecar "
+         "keeps the Job from ever completing.",
+         "Target Kubernetes >= 1.29 or keep sidecars out of the migration Job.", _jh016),
+    Rule("JH017", WARNING, "sidecars start after wait-for-migrations below 1.29",
+         "Below 1.29 sidecars are regular containers: they start after the init containers (a proxy cannot "
+         "serve wait-for-migrations) and stop with the handler.",
+         "Reach the database directly below 1.29, or target Kubernetes >= 1.29.", _jh017),
+    Rule("JH018", WARNING, "security context leaves Pod Security restricted",
+         "A role's merged pod/container securityContext breaks the restricted profile (root, privilege "
+         "escalation, capabilities, seccomp).",
+         "Keep the chart's restricted defaults, or label the namespace accordingly.", _jh018),
+    Rule("JH019", ERROR, "stopSignal where the cluster cannot honour it",
+         "drain.stopSignal below Kubernetes 1.33, or without drain.stopSignalFeatureGate (ContainerStopSignals "
+         "is alpha).",
+         "Use drain.mode: signal, bake STOPSIGNAL into the image, or declare the gate on >= 1.33.", _jh019),
+    Rule("JH020", ERROR, "drain adapter without what it needs",
+         "drain.mode=marker for a role without a command (the sh wrapper needs one), or drain.mode=command "
+         "without drain.command.",
+         "Set the command, or pick the drain mode the app supports.", _jh020),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 

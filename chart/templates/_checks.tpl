@@ -9,6 +9,61 @@ Included once, from templates/checks.yaml.
 {{- include "jobhandlers.checks.hookSecret" . }}
 {{- include "jobhandlers.checks.grace" . }}
 {{- include "jobhandlers.checks.startupProbe" . }}
+{{- include "jobhandlers.checks.multiplier" . }}
+{{- range $role, $spec := .Values.handlers }}
+{{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
+{{- include "jobhandlers.checks.probes" (list $ $role) }}
+{{- include "jobhandlers.checks.drain" (list $ $role) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* drain.runtimeMultiplier given as a string (helm --set) must still be a number >= 1. */}}
+{{- define "jobhandlers.checks.multiplier" -}}
+{{- $m := .Values.drain.runtimeMultiplier }}
+{{- if lt (float64 $m) 1.0 }}
+{{- fail (printf "jobhandlers: drain.runtimeMultiplier=%v is below 1: the grace would be shorter than the longest job. Fix: set it to 1 or more (e.g. --set drain.runtimeMultiplier=1.5)." $m) }}
+{{- end }}
+{{- end }}
+
+{{/* Probe handlers a role's probes name: one per block, grpc only where honoured. */}}
+{{- define "jobhandlers.checks.probes" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- range $key := list "readinessProbe" "livenessProbe" "startupProbe" }}
+{{- $block := index $spec $key | default dict }}
+{{- $named := list }}
+{{- range $k := splitList " " (include "jobhandlers.probe.handlerKinds" $root) }}
+{{- if and (hasKey $block $k) (not (kindIs "invalid" (index $block $k))) }}{{ $named = append $named $k }}{{ end }}
+{{- end }}
+{{- if gt (len $named) 1 }}
+{{- fail (printf "jobhandlers: handlers.%s.%s names %d handlers (%s); a probe has exactly one. Fix: keep one of them." $role $key (len $named) (join ", " $named)) }}
+{{- end }}
+{{- end }}
+{{- range $kind := list "readiness" "liveness" "startup" }}
+{{- $p := include "jobhandlers.probe.resolve" (list $root $role $kind) | fromJson }}
+{{- if and $p.enabled (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
+{{- fail (printf "jobhandlers: the %s probe of role %s is a grpc probe, but Kubernetes %s < %s drops grpc probes (GRPCContainerProbe is off there), so the container would run with no %s probe at all. Fix: use httpGet, tcpSocket or exec (e.g. grpc_health_probe) on this cluster, or target Kubernetes >= %s. (jobhandlers check: JH015)" $kind $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.probe.grpcMinKubeVersion" $root) $kind (include "jobhandlers.probe.grpcMinKubeVersion" $root)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Drain adapters that cannot work as configured. */}}
+{{- define "jobhandlers.checks.drain" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- $d := include "jobhandlers.drain.settings" . | fromJson }}
+{{- if and (eq $d.mode "marker") (not $spec.command) }}
+{{- fail (printf "jobhandlers: handlers.%s has no command, but drain.mode=marker wraps the role's command in sh -c to clear the stopping marker and exec it. Fix: set handlers.%s.command, or choose the drain adapter your app supports: handlers.%s.drain.mode none (SIGTERM alone), signal or command. (jobhandlers check: JH020)" $role $role $role) }}
+{{- end }}
+{{- if and (eq $d.mode "command") (not $d.command) }}
+{{- fail (printf "jobhandlers: role %s uses drain.mode=command without a drain command. Fix: set handlers.%s.drain.command (or drain.command) to the app's quiesce command, or use drain.mode none. (jobhandlers check: JH020)" $role $role) }}
+{{- end }}
+{{- if and $d.stopSignal (not (include "jobhandlers.drain.stopSignalRendered" .)) }}
+{{- fail (printf "jobhandlers: role %s sets drain.stopSignal=%s, but lifecycle.stopSignal needs Kubernetes >= %s with the ContainerStopSignals feature gate (alpha, off by default); this cluster is %s and drain.stopSignalFeatureGate=%v. Without it the kubelet sends the image's STOPSIGNAL (usually SIGTERM). Fix: set drain.stopSignalFeatureGate=true only if the gate is on; otherwise remove stopSignal and use drain.mode=signal with drain.signal=%s (sent by the preStop; needs sh in the image) or bake STOPSIGNAL into the image. (jobhandlers check: JH019)" $role (toString $d.stopSignal) (include "jobhandlers.drain.stopSignalMinKubeVersion" $root) $root.Capabilities.KubeVersion.Version $root.Values.drain.stopSignalFeatureGate (trimPrefix "SIG" (toString $d.stopSignal))) }}
+{{- end }}
 {{- end }}
 
 {{/* A pre-install hook cannot reach a database the same release creates. */}}

@@ -1,7 +1,12 @@
 {{/*
 Drain: on shutdown and on demand (maintenance mode).
 
-Shutdown order for a handler pod:
+Drain adapters (drain.mode, per role handlers.<role>.drain.mode): how the preStop tells
+a handler to stop taking work — marker (writes <heartbeat.dir>/stopping), signal (kill -s
+<drain.signal> 1), command (drain.command), none (SIGTERM alone). Every mode then waits
+drain.preStopSeconds (native sleep action where the cluster has it, for mode none).
+
+Shutdown order for a handler pod (mode marker):
   1. preStop writes <heartbeat.dir>/stopping  -> readiness fails, endpoints drop the pod
   2. preStop sleeps drain.preStopSeconds       -> endpoint/load-balancer updates land
   3. SIGTERM reaches the main process (the role's command is exec'd by the
@@ -13,26 +18,110 @@ Maintenance mode: `kubectl exec ... -- <commands.drain>` writes <heartbeat.dir>/
 the handler stays alive, is not Ready and claims nothing until <commands.undrain>.
 */}}
 
-{{/* The handler container's command: clears a stale stopping marker left in the
-pod's emptyDir by the preStop of a previous container instance (a liveness restart
-runs preStop too), then exec's the role's command, so it is PID 1 and receives
-SIGTERM itself. The drain marker is kept: drain mode survives container restarts. */}}
-{{- define "jobhandlers.drain.entrypoint" -}}
-- sh
-- -c
-- {{ printf "rm -f %s; exec \"$@\"" (printf "%s/stopping" .Values.heartbeat.dir | squote) | quote }}
-- handler
+{{/* The drain settings of a role, role keys over the chart-wide drain block (JSON:
+mode, signal (without SIG), command, stopSignal ("" = none)). Call with (list $ "role"). */}}
+{{- define "jobhandlers.drain.settings" -}}
+{{- $root := index . 0 }}
+{{- $g := $root.Values.drain }}
+{{- $r := (include "jobhandlers.role.spec" . | fromJson).drain | default dict }}
+{{- $out := dict "mode" ($g.mode | default "marker") "signal" ($g.signal | default "TSTP") "command" ($g.command | default list) "stopSignal" ($g.stopSignal | default "") }}
+{{- range $k := list "mode" "signal" "command" "stopSignal" }}
+{{- if and (hasKey $r $k) (not (kindIs "invalid" (index $r $k))) }}{{ $_ := set $out $k (index $r $k) }}{{ end }}
+{{- end }}
+{{- $_ := set $out "signal" (trimPrefix "SIG" (toString $out.signal)) }}
+{{- toJson $out }}
 {{- end }}
 
-{{/* The preStop hook of a handler container. */}}
+{{- define "jobhandlers.drain.mode" -}}
+{{- (include "jobhandlers.drain.settings" . | fromJson).mode }}
+{{- end }}
+
+{{/* The native preStop sleep action: beta and on by default from 1.30
+(PodLifecycleSleepAction; GA 1.34). Below, the API server drops it. */}}
+{{- define "jobhandlers.drain.nativeSleepMinKubeVersion" -}}1.30{{- end }}
+
+{{/* lifecycle.stopSignal: from 1.33, alpha behind ContainerStopSignals (off by default). */}}
+{{- define "jobhandlers.drain.stopSignalMinKubeVersion" -}}1.33{{- end }}
+
+{{/* "true" when a role's preStop is the native sleep action. */}}
+{{- define "jobhandlers.drain.nativeSleep" -}}
+{{- $root := index . 0 }}
+{{- if and (eq (include "jobhandlers.drain.mode" .) "none") $root.Values.drain.nativeSleep (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.drain.nativeSleepMinKubeVersion" $root))) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when lifecycle.stopSignal is rendered for a role. */}}
+{{- define "jobhandlers.drain.stopSignalRendered" -}}
+{{- $root := index . 0 }}
+{{- $d := include "jobhandlers.drain.settings" . | fromJson }}
+{{- if and $d.stopSignal $root.Values.drain.stopSignalFeatureGate (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.drain.stopSignalMinKubeVersion" $root))) }}true{{ end }}
+{{- end }}
+
+{{/* command: and args: of a handler container. drain.mode=marker: an `sh -c`
+wrapper clears a stale stopping marker left in the pod's emptyDir by the preStop of a
+previous container instance (a liveness restart runs preStop too), then exec's the
+role's command, so it is PID 1 and receives SIGTERM itself (the drain marker is kept:
+drain mode survives container restarts). Other modes: the role's command and args as
+given (no command: the image's entrypoint), so the image needs no shell.
+Call with (list $ "role"). */}}
+{{- define "jobhandlers.drain.commandArgs" -}}
+{{- $root := index . 0 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- $cmd := $spec.command | default list }}
+{{- $args := $spec.args | default list }}
+{{- if eq (include "jobhandlers.drain.mode" .) "marker" -}}
+command:
+  - sh
+  - -c
+  - {{ printf "rm -f %s; exec \"$@\"" (printf "%s/stopping" $root.Values.heartbeat.dir | squote) | quote }}
+  - handler
+args:
+  {{- concat $cmd $args | toYaml | nindent 2 }}
+{{- else }}
+{{- with $cmd }}
+command:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $args }}
+args:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The lifecycle of a handler container (preStop per drain mode, stopSignal).
+Call with (list $ "role"). */}}
 {{- define "jobhandlers.drain.lifecycle" -}}
+{{- $root := index . 0 }}
+{{- $d := include "jobhandlers.drain.settings" . | fromJson }}
+{{- $sleep := int64 $root.Values.drain.preStopSeconds }}
+{{- $stopping := printf "%s/stopping" $root.Values.heartbeat.dir | squote }}
+{{- $preStop := "" }}
+{{- if eq $d.mode "marker" }}
+{{- $preStop = dict "exec" (dict "command" (list "sh" "-c" (printf "touch %s; sleep %d" $stopping $sleep))) }}
+{{- else if eq $d.mode "signal" }}
+{{- $preStop = dict "exec" (dict "command" (list "sh" "-c" (printf "kill -s %s 1; sleep %d" $d.signal $sleep))) }}
+{{- else if eq $d.mode "command" }}
+{{- if $sleep }}
+{{- $preStop = dict "exec" (dict "command" (concat (list "sh" "-c" (printf "\"$@\"; sleep %d" $sleep) "drain") $d.command)) }}
+{{- else }}
+{{- $preStop = dict "exec" (dict "command" $d.command) }}
+{{- end }}
+{{- else if $sleep }}
+{{- if include "jobhandlers.drain.nativeSleep" . }}
+{{- $preStop = dict "sleep" (dict "seconds" $sleep) }}
+{{- else }}
+{{- $preStop = dict "exec" (dict "command" (list "sleep" (toString $sleep))) }}
+{{- end }}
+{{- end }}
+{{- $lc := dict }}
+{{- if $preStop }}{{ $_ := set $lc "preStop" $preStop }}{{ end }}
+{{- if include "jobhandlers.drain.stopSignalRendered" . }}
+{{- $_ := set $lc "stopSignal" (printf "SIG%s" (trimPrefix "SIG" (toString $d.stopSignal))) }}
+{{- end }}
+{{- with $lc }}
 lifecycle:
-  preStop:
-    exec:
-      command:
-        - sh
-        - -c
-        - {{ printf "touch %s; sleep %d" (printf "%s/stopping" .Values.heartbeat.dir | squote) (int64 .Values.drain.preStopSeconds) | quote }}
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{/* Drain-related env of a handler container. Call with (list $ "role" $startDrained). */}}

@@ -65,7 +65,13 @@ app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 {{- $root := index . 0 -}}
 {{ include "jobhandlers.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "jobhandlers.imageTag" $root | trunc 63 | quote }}
-{{- with $root.Values.podLabels }}
+{{- $labels := deepCopy ($root.Values.podLabels | default dict) }}
+{{- if ne (index . 1) "migration" }}
+{{- $labels = mergeOverwrite $labels ((include "jobhandlers.role.spec" . | fromJson).podLabels | default dict) }}
+{{- else }}
+{{- $labels = mergeOverwrite $labels ($root.Values.migration.podLabels | default dict) }}
+{{- end }}
+{{- with omit $labels "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/component" }}
 {{ toYaml . }}
 {{- end }}
 {{- end }}
@@ -149,29 +155,9 @@ while :; do
 done
 {{- end }}
 
-{{/*
-The pod securityContext. The seccompProfile field exists from Kubernetes 1.19;
-below that it is an unknown field (helm's OpenAPI validation rejects it), so it is
-left out there and "jobhandlers.podSeccompAnnotation" sets the pre-1.19 annotation.
-*/}}
-{{- define "jobhandlers.podSecurityContext" -}}
-{{- $ctx := deepCopy .Values.podSecurityContext }}
-{{- if not (include "jobhandlers.kubeAtLeast" (list . "1.19")) }}
-{{- $_ := unset $ctx "seccompProfile" }}
-{{- end }}
-{{- toYaml $ctx }}
-{{- end }}
-
-{{/* Below 1.19: the seccomp annotation equivalent to podSecurityContext.seccompProfile. */}}
-{{- define "jobhandlers.podSeccompAnnotation" -}}
-{{- $profile := (.Values.podSecurityContext.seccompProfile | default dict) }}
-{{- if and $profile (not (include "jobhandlers.kubeAtLeast" (list . "1.19"))) }}
-{{- if eq (toString $profile.type) "RuntimeDefault" }}
-seccomp.security.alpha.kubernetes.io/pod: runtime/default
-{{- else if eq (toString $profile.type) "Localhost" }}
-seccomp.security.alpha.kubernetes.io/pod: {{ printf "localhost/%s" $profile.localhostProfile | quote }}
-{{- else if eq (toString $profile.type) "Unconfined" }}
-seccomp.security.alpha.kubernetes.io/pod: unconfined
-{{- end }}
-{{- end }}
+{{/* The names of a list of containers, comma-separated. */}}
+{{- define "jobhandlers.names" -}}
+{{- $names := list }}
+{{- range . }}{{ $names = append $names (toString .name) }}{{ end }}
+{{- join ", " $names }}
 {{- end }}

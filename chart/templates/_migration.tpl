@@ -53,6 +53,16 @@ helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
 {{- end }}
 
+{{/* The ConfigMap of the config files the migration pod mounts: in hook mode its
+own hook copy (weight hookWeight - 1), like the database Secret. */}}
+{{- define "jobhandlers.migration.filesName" -}}
+{{- if include "jobhandlers.migration.hookMode" . }}
+{{- include "jobhandlers.componentName" (list . "migration-files") }}
+{{- else }}
+{{- include "jobhandlers.componentName" (list . "files") }}
+{{- end }}
+{{- end }}
+
 {{/* The Job's spec (hashed for the plain-mode name). */}}
 {{- define "jobhandlers.migration.jobSpec" -}}
 {{- $m := .Values.migration -}}
@@ -66,17 +76,24 @@ template:
     labels:
       {{- include "jobhandlers.podLabels" (list . "migration") | nindent 6 }}
     {{- $seccomp := include "jobhandlers.podSeccompAnnotation" . }}
-    {{- if or .Values.podAnnotations $seccomp }}
+    {{- $annotations := mergeOverwrite (deepCopy (.Values.podAnnotations | default dict)) ($m.podAnnotations | default dict) }}
+    {{- if or $annotations $seccomp .Values.files }}
     annotations:
       {{- with $seccomp }}
       {{- . | trim | nindent 6 }}
       {{- end }}
-      {{- with .Values.podAnnotations }}
+      {{- if .Values.files }}
+      checksum/files: {{ include "jobhandlers.files.checksum" . }}
+      {{- end }}
+      {{- with $annotations }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
     {{- end }}
   spec:
     restartPolicy: Never
+    {{- with $m.priorityClassName | default .Values.priorityClassName }}
+    priorityClassName: {{ . }}
+    {{- end }}
     serviceAccountName: {{ include "jobhandlers.migration.serviceAccountName" . }}
     automountServiceAccountToken: false
     {{- with .Values.imagePullSecrets }}
@@ -85,7 +102,16 @@ template:
     {{- end }}
     securityContext:
       {{- include "jobhandlers.podSecurityContext" . | nindent 6 }}
+    {{- $inits := include "jobhandlers.migration.list" (list . "extraInitContainers") | fromJsonArray }}
+    {{- $before := include "jobhandlers.pod.initAt" (list $inits "before") | fromJsonArray }}
+    {{- $after := include "jobhandlers.pod.initAt" (list $inits "after") | fromJsonArray }}
+    {{- $sidecars := include "jobhandlers.migration.sidecars" . | fromJsonArray }}
+    {{- if or $sidecars $before $m.waitForDatabase.enabled $after }}
     initContainers:
+      {{- with concat $sidecars $before }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+      {{- if $m.waitForDatabase.enabled }}
       - name: wait-for-database
         image: {{ include "jobhandlers.image" . }}
         imagePullPolicy: {{ .Values.image.pullPolicy }}
@@ -97,8 +123,7 @@ template:
           - wait-for-database
         args:
           {{- toYaml .Values.commands.databaseCheck | nindent 10 }}
-        env:
-          {{- include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)) | nindent 10 }}
+        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
         {{- with $m.resources }}
@@ -106,7 +131,12 @@ template:
           {{- toYaml . | nindent 10 }}
         {{- end }}
         volumeMounts:
-          {{- include "jobhandlers.tmpVolumeMount" . | nindent 10 }}
+          {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
+      {{- end }}
+      {{- with $after }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    {{- end }}
     containers:
       - name: migrate
         image: {{ include "jobhandlers.image" . }}
@@ -117,11 +147,7 @@ template:
         args:
           {{- toYaml . | nindent 10 }}
         {{- end }}
-        env:
-          {{- include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)) | nindent 10 }}
-          {{- with $m.env }}
-          {{- toYaml . | nindent 10 }}
-          {{- end }}
+        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
         {{- with $m.resources }}
@@ -129,10 +155,21 @@ template:
           {{- toYaml . | nindent 10 }}
         {{- end }}
         volumeMounts:
-          {{- include "jobhandlers.tmpVolumeMount" . | nindent 10 }}
+          {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
+    {{- if and (not (include "jobhandlers.sidecars.native" .)) $sidecars }}
+    {{- fail (printf "jobhandlers: the migration Job has sidecars (%s) but Kubernetes %s < %s has no native sidecars: as a regular container a sidecar keeps running after migrate exits, so the Job never completes and the install/upgrade hangs until its timeout. Fix: on Kubernetes >= %s they run as native sidecars; below, remove migration: true from sidecars (and migration.sidecars) and let the migration reach the database directly, or run the proxy as a Service. (jobhandlers check: JH016)" (include "jobhandlers.names" $sidecars) .Capabilities.KubeVersion.Version (include "jobhandlers.sidecars.minKubeVersion" .) (include "jobhandlers.sidecars.minKubeVersion" .)) }}
+    {{- end }}
     volumes:
       - name: tmp
         emptyDir: {}
+      {{- if .Values.files }}
+      - name: files
+        configMap:
+          name: {{ include "jobhandlers.migration.filesName" . }}
+      {{- end }}
+      {{- with include "jobhandlers.migration.list" (list . "extraVolumes") | fromJsonArray }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
 {{- end }}
 
 {{/* The Job's name: fixed in hook mode and with jobNameSuffix=fixed, else hashed. */}}

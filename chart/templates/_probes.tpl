@@ -1,12 +1,23 @@
 {{/*
-Probes (generator/model.py: startup_probe_rendered, liveness_initial_delay,
-probe_grace). All are exec probes running `sh -c` with date/stat only: the
-application's interpreter is never started by a probe.
+Probe adapters (generator/model.py: resolve_probe, startup_probe_rendered,
+liveness_initial_delay, probe_grace — the generated tests hold them equal).
 
-  readiness: no drain marker, no stopping marker, heartbeat age <= readiness.maxAgeSeconds
-  liveness:  heartbeat age <= liveness.maxAgeSeconds (markers ignored: a draining
-             handler is alive)
-  startup:   heartbeat exists and age <= readiness.maxAgeSeconds
+Per role and kind (readiness, liveness, startup) the probe is resolved from, in order:
+  handler:     the first of the candidate blocks that names one (exec, httpGet,
+               tcpSocket, grpc, heartbeat), else heartbeat:
+                 readiness: handlers.<role>.readinessProbe, .livenessProbe, readiness, liveness
+                 liveness:  handlers.<role>.livenessProbe, .readinessProbe, liveness, readiness
+                 startup:   handlers.<role>.startupProbe, .livenessProbe, .readinessProbe,
+                            startupProbe, liveness, readiness
+  thresholds:  handlers.<role>.<kind>Probe.<key>, else the chart-wide block's key; a
+               borrowed handler brings its block's timeoutSeconds (the command's cost).
+
+The heartbeat handler is an `sh -c` script using date/stat only (the application's
+interpreter is never started by it): the newest file matching the path glob must be
+younger than maxAgeSeconds; for readiness with drain.mode=marker, no drain or
+stopping marker may exist.
+  readiness: maxAge = readiness.maxAgeSeconds; liveness: liveness.maxAgeSeconds;
+  startup: readiness.maxAgeSeconds (a handler is started once it is fresh enough to be Ready).
 */}}
 
 {{/* "true" when the cluster is >= the given major.minor. The "-0" makes
@@ -16,91 +27,193 @@ pre-release/vendor versions such as v1.29.3-eks-1 match. Call with (list $ "1.25
 {{- if semverCompare (printf ">=%s-0" (index . 1)) $root.Capabilities.KubeVersion.Version }}true{{ end }}
 {{- end }}
 
-{{/* "true" when the startupProbe is rendered: enabled, and the cluster is >=
-startupProbe.minKubeVersion or the probe is forced with the feature gate declared on. */}}
+{{/* The Kubernetes probe handler kinds, and ours. */}}
+{{- define "jobhandlers.probe.handlerKinds" -}}
+exec httpGet tcpSocket grpc heartbeat
+{{- end }}
+
+{{/* grpc probes: beta and on by default from 1.24 (GRPCContainerProbe; GA 1.27).
+Below, the API server drops the field and the container has no probe at all. */}}
+{{- define "jobhandlers.probe.grpcMinKubeVersion" -}}1.24{{- end }}
+
+{{/* The spec of a role, {} for a null role. Call with (list $ "role"). */}}
+{{- define "jobhandlers.role.spec" -}}
+{{- toJson (index (index . 0).Values.handlers (index . 1) | default dict) }}
+{{- end }}
+
+{{/* The candidate blocks of a probe, in order (JSON list). Call with (list $ "role" "kind"). */}}
+{{- define "jobhandlers.probe.candidates" -}}
+{{- $root := index . 0 }}
+{{- $kind := index . 2 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- $rr := $spec.readinessProbe | default dict }}
+{{- $rl := $spec.livenessProbe | default dict }}
+{{- $rs := $spec.startupProbe | default dict }}
+{{- $gr := $root.Values.readiness | default dict }}
+{{- $gl := $root.Values.liveness | default dict }}
+{{- $gs := $root.Values.startupProbe | default dict }}
+{{- if eq $kind "readiness" }}{{ toJson (list $rr $rl $gr $gl) }}
+{{- else if eq $kind "liveness" }}{{ toJson (list $rl $rr $gl $gr) }}
+{{- else }}{{ toJson (list $rs $rl $rr $gs $gl $gr) }}
+{{- end }}
+{{- end }}
+
+{{/* The resolved probe of a role as JSON: {handler, spec (the handler's fields),
+period, failure, timeout, success, initialDelay, grace ("" = none), enabled,
+maxAge, path (heartbeat only)}. Call with (list $ "role" "kind"). */}}
+{{- define "jobhandlers.probe.resolve" -}}
+{{- $root := index . 0 }}
+{{- $kind := index . 2 }}
+{{- $candidates := include "jobhandlers.probe.candidates" . | fromJsonArray }}
+{{- $own := index $candidates 0 }}
+{{- $global := ternary $root.Values.startupProbe (index $root.Values $kind) (eq $kind "startup") | default dict }}
+{{- $handler := "" }}
+{{- $hspec := dict }}
+{{- $source := $own }}
+{{- range $block := $candidates }}
+{{- if not $handler }}
+{{- range $k := splitList " " (include "jobhandlers.probe.handlerKinds" $root) }}
+{{- if and (not $handler) (hasKey $block $k) (not (kindIs "invalid" (index $block $k))) }}
+{{- $handler = $k }}
+{{- $hspec = index $block $k }}
+{{- $source = $block }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if not $handler }}{{ $handler = "heartbeat" }}{{ end }}
+{{- $out := dict "handler" $handler "spec" $hspec }}
+{{- range $key, $def := dict "periodSeconds" 10 "failureThreshold" 3 "timeoutSeconds" 1 "successThreshold" 1 "initialDelaySeconds" 0 }}
+{{- $v := $def }}
+{{- if hasKey $global $key }}{{ $v = index $global $key }}{{ end }}
+{{- /* a borrowed handler brings its timeout: it is the command's cost */}}
+{{- if and (eq $key "timeoutSeconds") (ne (toJson $source) (toJson $own)) (hasKey $source $key) (not (kindIs "invalid" (index $source $key))) }}{{ $v = index $source $key }}{{ end }}
+{{- if and (hasKey $own $key) (not (kindIs "invalid" (index $own $key))) }}{{ $v = index $own $key }}{{ end }}
+{{- $_ := set $out $key (int64 $v) }}
+{{- end }}
+{{- $grace := "" }}
+{{- if hasKey $global "terminationGracePeriodSeconds" }}{{ $grace = $global.terminationGracePeriodSeconds }}{{ end }}
+{{- if hasKey $own "terminationGracePeriodSeconds" }}{{ $grace = $own.terminationGracePeriodSeconds }}{{ end }}
+{{- $_ := set $out "grace" (ternary "" (toString $grace) (or (kindIs "invalid" $grace) (eq (toString $grace) ""))) }}
+{{- $enabled := true }}
+{{- if and (hasKey $global "enabled") (kindIs "bool" $global.enabled) }}{{ $enabled = $global.enabled }}{{ end }}
+{{- if and (hasKey $own "enabled") (kindIs "bool" $own.enabled) }}{{ $enabled = $own.enabled }}{{ end }}
+{{- $_ := set $out "enabled" $enabled }}
+{{- if eq $handler "heartbeat" }}
+{{- $maxKind := ternary "readiness" $kind (eq $kind "startup") }}
+{{- $max := (index $root.Values $maxKind).maxAgeSeconds }}
+{{- $ownBeat := (index $own "heartbeat") | default dict }}
+{{- if $ownBeat.maxAgeSeconds }}{{ $max = $ownBeat.maxAgeSeconds }}{{ end }}
+{{- $path := ($hspec | default dict).path | default $root.Values.heartbeat.path | default "heartbeat" }}
+{{- if not (hasPrefix "/" $path) }}{{ $path = printf "%s/%s" $root.Values.heartbeat.dir $path }}{{ end }}
+{{- $_ := set $out "maxAge" (int64 $max) }}
+{{- $_ := set $out "path" $path }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/* "true" when the startupProbe of a role is rendered: enabled, and the cluster is
+>= startupProbe.minKubeVersion or the probe is forced with the feature gate declared on.
+Call with (list $ "role"), or with $ alone for the chart-wide answer. */}}
 {{- define "jobhandlers.startupProbe.rendered" -}}
-{{- $sp := .Values.startupProbe }}
-{{- if $sp.enabled }}
-{{- if include "jobhandlers.kubeAtLeast" (list . (toString $sp.minKubeVersion)) }}true
+{{- $root := . }}
+{{- $enabled := false }}
+{{- if not (kindIs "slice" .) }}{{ $enabled = .Values.startupProbe.enabled }}{{ end }}
+{{- if kindIs "slice" . }}
+{{- $root = index . 0 }}
+{{- $enabled = (include "jobhandlers.probe.resolve" (list $root (index . 1) "startup") | fromJson).enabled }}
+{{- end }}
+{{- $sp := $root.Values.startupProbe }}
+{{- if $enabled }}
+{{- if include "jobhandlers.kubeAtLeast" (list $root (toString $sp.minKubeVersion)) }}true
 {{- else if and $sp.force $sp.featureGateEnabled }}true
 {{- end }}
 {{- end }}
 {{- end }}
 
-{{/* Liveness initialDelaySeconds: 0 with a startupProbe, else the startup budget
-startupProbe.periodSeconds * startupProbe.failureThreshold. */}}
+{{/* Liveness initialDelaySeconds: the role's own value with a startupProbe, else at
+least the startup budget periodSeconds * failureThreshold of the resolved startupProbe.
+Call with (list $ "role"). */}}
 {{- define "jobhandlers.liveness.initialDelaySeconds" -}}
-{{- if include "jobhandlers.startupProbe.rendered" . }}0
-{{- else }}{{ mul (int64 .Values.startupProbe.periodSeconds) (int64 .Values.startupProbe.failureThreshold) }}
+{{- $live := include "jobhandlers.probe.resolve" (list (index . 0) (index . 1) "liveness") | fromJson }}
+{{- if include "jobhandlers.startupProbe.rendered" . }}{{ $live.initialDelaySeconds }}
+{{- else }}
+{{- $s := include "jobhandlers.probe.resolve" (list (index . 0) (index . 1) "startup") | fromJson }}
+{{- max (int64 $live.initialDelaySeconds) (mul (int64 $s.periodSeconds) (int64 $s.failureThreshold)) }}
 {{- end }}
 {{- end }}
 
-{{/* The age check shared by the scripts: sets $age or fails when there is no heartbeat. */}}
-{{- define "jobhandlers.probe.heartbeatAge" -}}
-m=$(stat -c %Y {{ printf "%s/heartbeat" .Values.heartbeat.dir | squote }} 2>/dev/null) || { echo "no heartbeat file yet"; exit 1; }
-age=$(( $(date +%s) - m ))
-{{- end }}
-
-{{- define "jobhandlers.probe.readinessScript" -}}
-{{- $dir := .Values.heartbeat.dir }}
-{{- $max := int64 .Values.readiness.maxAgeSeconds -}}
+{{/* The heartbeat script. Call with (dict "root" $ "probe" $resolved "kind" "readiness" "markers" bool). */}}
+{{- define "jobhandlers.probe.heartbeatScript" -}}
+{{- $dir := .root.Values.heartbeat.dir }}
+{{- $max := int64 .probe.maxAge }}
+{{- $word := get (dict "readiness" "not ready" "liveness" "not alive" "startup" "not started") .kind }}
+{{- if .markers -}}
 if [ -e {{ printf "%s/drain" $dir | squote }} ]; then echo "not ready: drain mode (drain marker present)"; exit 1; fi
 if [ -e {{ printf "%s/stopping" $dir | squote }} ]; then echo "not ready: stopping"; exit 1; fi
-{{ include "jobhandlers.probe.heartbeatAge" . }}
-if [ "$age" -gt {{ $max }} ]; then echo "not ready: heartbeat is ${age}s old (max {{ $max }}s)"; exit 1; fi
+{{ end -}}
+newest=0
+for f in {{ .probe.path }}; do m=$(stat -c %Y "$f" 2>/dev/null) && [ "$m" -gt "$newest" ] && newest=$m; done
+[ "$newest" -gt 0 ] || { echo "no heartbeat file yet ({{ .probe.path }})"; exit 1; }
+age=$(( $(date +%s) - newest ))
+if [ "$age" -gt {{ $max }} ]; then echo "{{ $word }}: heartbeat is ${age}s old (max {{ $max }}s)"; exit 1; fi
 {{- end }}
 
-{{- define "jobhandlers.probe.livenessScript" -}}
-{{- $max := int64 .Values.liveness.maxAgeSeconds -}}
-{{ include "jobhandlers.probe.heartbeatAge" . }}
-if [ "$age" -gt {{ $max }} ]; then echo "not alive: heartbeat is ${age}s old (max {{ $max }}s)"; exit 1; fi
+{{/* One probe, as the YAML under readinessProbe:/livenessProbe:/startupProbe:.
+Call with (list $ "role" "kind"). */}}
+{{- define "jobhandlers.probe.render" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $kind := index . 2 }}
+{{- $p := include "jobhandlers.probe.resolve" . | fromJson }}
+{{- if eq $p.handler "heartbeat" -}}
+exec:
+  command:
+    - sh
+    - -c
+    - |-
+      {{- include "jobhandlers.probe.heartbeatScript" (dict "root" $root "probe" $p "kind" $kind "markers" (and (eq $kind "readiness") (eq (include "jobhandlers.drain.mode" (list $root $role)) "marker"))) | nindent 6 }}
+{{- else }}
+{{- dict $p.handler $p.spec | toYaml }}
+{{- end }}
+{{- if eq $kind "liveness" }}
+initialDelaySeconds: {{ include "jobhandlers.liveness.initialDelaySeconds" (list $root $role) }}
+{{- else if $p.initialDelaySeconds }}
+initialDelaySeconds: {{ $p.initialDelaySeconds }}
+{{- end }}
+periodSeconds: {{ $p.periodSeconds }}
+failureThreshold: {{ $p.failureThreshold }}
+timeoutSeconds: {{ $p.timeoutSeconds }}
+{{- if and (eq $kind "readiness") (ne (int64 $p.successThreshold) 1) }}
+successThreshold: {{ $p.successThreshold }}
+{{- end }}
+{{- if and (ne $kind "readiness") $p.grace (include "jobhandlers.kubeAtLeast" (list $root "1.25")) }}
+terminationGracePeriodSeconds: {{ $p.grace }}
+{{- end }}
 {{- end }}
 
-{{- define "jobhandlers.probe.startupScript" -}}
-{{- $max := int64 .Values.readiness.maxAgeSeconds -}}
-{{ include "jobhandlers.probe.heartbeatAge" . }}
-if [ "$age" -gt {{ $max }} ]; then echo "not started: heartbeat is ${age}s old (max {{ $max }}s)"; exit 1; fi
-{{- end }}
-
-{{/* The probes of a handler container, at container indentation (nindent 10). */}}
+{{/* The probes of a handler container, at container indentation. Call with (list $ "role"). */}}
 {{- define "jobhandlers.probes" -}}
-{{- $r := .Values.readiness }}
-{{- $l := .Values.liveness }}
-{{- $s := .Values.startupProbe -}}
-readinessProbe:
-  exec:
-    command:
-      - sh
-      - -c
-      - |-
-        {{- include "jobhandlers.probe.readinessScript" . | nindent 8 }}
-  periodSeconds: {{ int64 $r.periodSeconds }}
-  failureThreshold: {{ int64 $r.failureThreshold }}
-  timeoutSeconds: {{ int64 $r.timeoutSeconds }}
-livenessProbe:
-  exec:
-    command:
-      - sh
-      - -c
-      - |-
-        {{- include "jobhandlers.probe.livenessScript" . | nindent 8 }}
-  initialDelaySeconds: {{ include "jobhandlers.liveness.initialDelaySeconds" . }}
-  periodSeconds: {{ int64 $l.periodSeconds }}
-  failureThreshold: {{ int64 $l.failureThreshold }}
-  timeoutSeconds: {{ int64 $l.timeoutSeconds }}
-  {{- if and (not (kindIs "invalid" $l.terminationGracePeriodSeconds)) (include "jobhandlers.kubeAtLeast" (list . "1.25")) }}
-  terminationGracePeriodSeconds: {{ int64 $l.terminationGracePeriodSeconds }}
-  {{- end }}
-{{- if include "jobhandlers.startupProbe.rendered" . }}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- range $kind := list "readiness" "liveness" }}
+{{- $p := include "jobhandlers.probe.resolve" (list $root $role $kind) | fromJson }}
+{{- if $p.enabled }}
+{{ $kind }}Probe:
+  {{- include "jobhandlers.probe.render" (list $root $role $kind) | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- if include "jobhandlers.startupProbe.rendered" (list $root $role) }}
 startupProbe:
-  exec:
-    command:
-      - sh
-      - -c
-      - |-
-        {{- include "jobhandlers.probe.startupScript" . | nindent 8 }}
-  periodSeconds: {{ int64 $s.periodSeconds }}
-  failureThreshold: {{ int64 $s.failureThreshold }}
-  timeoutSeconds: {{ int64 $s.timeoutSeconds }}
+  {{- include "jobhandlers.probe.render" (list $root $role "startup") | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when a role's probes need a shell in the image (a heartbeat probe). */}}
+{{- define "jobhandlers.probes.needShell" -}}
+{{- $root := index . 0 }}
+{{- range $kind := list "readiness" "liveness" "startup" }}
+{{- $p := include "jobhandlers.probe.resolve" (list $root (index $ 1) $kind) | fromJson }}
+{{- if and $p.enabled (eq $p.handler "heartbeat") }}true{{ end }}
 {{- end }}
 {{- end }}

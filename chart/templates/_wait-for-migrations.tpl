@@ -28,16 +28,14 @@ Same image as the handler, so "expected revision" is the handler's own.
     - wait-for-migrations
   args:
     {{- toYaml $root.Values.commands.schemaCheck | nindent 4 }}
-  env:
-    {{- include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root)) | nindent 4 }}
-    - name: JOBHANDLERS_ROLE
-      value: {{ $role | quote }}
+  {{- $env := printf "%s\n- name: JOBHANDLERS_ROLE\n  value: %s" (include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root))) ($role | quote) }}
+  {{- include "jobhandlers.pod.envBlock" (list $root $role $env) | nindent 2 }}
   securityContext:
-    {{- toYaml $root.Values.containerSecurityContext | nindent 4 }}
+    {{- include "jobhandlers.containerSecurityContext" (list $root $role) | nindent 4 }}
   {{- with $w.resources }}
   resources:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   volumeMounts:
-    {{- include "jobhandlers.tmpVolumeMount" $root | nindent 4 }}
+    {{- include "jobhandlers.pod.appMounts" (list $root ((include "jobhandlers.role.spec" . | fromJson).extraVolumeMounts | default list)) | nindent 4 }}
 {{- end }}

@@ -48,6 +48,108 @@ PER_VERSION = {
     '1.34': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1', 'probe_grace': 60, 'startup_probe': True},
     '1.37': {'liveness_initial_delay': 0, 'pdb_api_version': 'policy/v1', 'probe_grace': 60, 'startup_probe': True},
 }
+# kube version -> role -> probe kind -> handler and thresholds (None: not rendered).
+PROBES = {
+    '1.16': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 600, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': None},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 600, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': None},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 600, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': None}},
+    '1.17': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 600, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': None},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 600, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': None},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 600, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': None}},
+    '1.18': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}}},
+    '1.20': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}}},
+    '1.25': {'job': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}}},
+    '1.28': {'job': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}}},
+    '1.34': {'job': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}}},
+    '1.37': {'job': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'web': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+         'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}},
+ 'workflow': {'liveness': {'failureThreshold': 3, 'grace': 60, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 5},
+              'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 10, 'timeoutSeconds': 3},
+              'startup': {'failureThreshold': 120, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 3}}},
+}
+# kube version -> role -> init container order, regular sidecars, drain adapter, node-loss toleration.
+PODS = {
+    '1.16': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.17': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.18': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.20': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.25': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.28': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.34': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.37': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+ 'workflow': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+}
 
 
 @pytest.fixture(scope="module", params=KUBE_VERSIONS)
@@ -96,6 +198,50 @@ def test_probes_per_version(rendered: tuple[str, list[dict[str, Any]]]) -> None:
         liveness = container["livenessProbe"]
         assert liveness.get("initialDelaySeconds", 0) == expected["liveness_initial_delay"], role
         assert liveness.get("terminationGracePeriodSeconds") == expected["probe_grace"], role
+
+
+def test_probe_adapters_per_version(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    version, objects = rendered
+    for role, deployment in deployments_by_role(objects).items():
+        container = role_container(deployment)
+        for kind, expected in PROBES[version][role].items():
+            probe = container.get(f"{kind}Probe")
+            if expected is None:
+                assert probe is None, (role, kind)
+                continue
+            assert probe is not None, (role, kind)
+            handlers = [k for k in ("exec", "httpGet", "tcpSocket", "grpc") if k in probe]
+            assert handlers == [expected["handler"]], (role, kind, handlers)
+            if expected["heartbeat"]:
+                assert probe["exec"]["command"][:2] == ["sh", "-c"] and "heartbeat" in probe["exec"]["command"][2]
+            for key in ("periodSeconds", "failureThreshold", "timeoutSeconds"):
+                assert probe[key] == expected[key], (role, kind, key)
+            assert probe.get("terminationGracePeriodSeconds") == expected["grace"], (role, kind)
+            if kind == "liveness":
+                assert probe.get("initialDelaySeconds", 0) == expected["initialDelaySeconds"], role
+
+
+def test_pod_shape_per_version(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    version, objects = rendered
+    for role, deployment in deployments_by_role(objects).items():
+        expected = PODS[version][role]
+        spec = pod_spec(deployment)
+        assert [c["name"] for c in spec.get("initContainers") or []] == expected["init_order"], role
+        others = [c["name"] for c in spec["containers"] if c is not role_container(deployment)]
+        assert others == expected["regular_sidecars"], role
+        container = role_container(deployment)
+        command = container.get("command") or []
+        wrapper = command[:2] == ["sh", "-c"] and command[-1:] == ["handler"]
+        assert wrapper == (expected["drain_mode"] == "marker"), role
+        pre_stop = (container.get("lifecycle") or {}).get("preStop")
+        assert (None if pre_stop is None else next(iter(pre_stop))) == expected["pre_stop"], role
+        assert ("stopSignal" in (container.get("lifecycle") or {})) == expected["stop_signal"], role
+        loss = {t["key"]: t.get("tolerationSeconds") for t in spec.get("tolerations") or []
+                if t.get("key") in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")}
+        if expected["node_loss_toleration"] is None:
+            assert not loss, role
+        else:
+            assert set(loss.values()) == {expected["node_loss_toleration"]}, role
 
 
 def test_pdb_api_version(rendered: tuple[str, list[dict[str, Any]]]) -> None:

@@ -14,7 +14,7 @@ from generator import helm
 SCHEMA = json.loads((helm.CHART_DIR / "values.schema.json").read_text())
 DEFAULTS = YAML(typ="safe").load((helm.CHART_DIR / "values.yaml").read_text())
 # Objects whose keys Kubernetes owns, not the chart: left open on purpose.
-OPEN = {"podSecurityContext", "containerSecurityContext", "affinity", "global"}
+OPEN = {"podSecurityContext", "containerSecurityContext", "securityContext", "affinity", "global"}
 
 
 def walk(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:

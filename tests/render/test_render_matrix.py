@@ -135,37 +135,50 @@ def test_every_handler_pod_waits_for_migrations(objs, values):
 def test_probes_by_version(objs, values, version):
     for role, dep in deployments(objs).items():
         c = main_container(dep)
-        assert ("startupProbe" in c) == model.startup_probe_rendered(values, version), role
+        assert ("startupProbe" in c) == model.role_startup_probe_rendered(values, role, version), role
         live = c["livenessProbe"]
-        assert live.get("initialDelaySeconds", 0) == model.liveness_initial_delay(values, version)
-        assert live.get("terminationGracePeriodSeconds") == model.probe_grace(values, version)
-        ready = c["readinessProbe"]
-        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-            if probe in c:
-                assert c[probe]["exec"]["command"][:2] == ["sh", "-c"], "no interpreter: sh, stat, date"
-        script = ready["exec"]["command"][2]
-        state = values["heartbeat"]["dir"]
-        assert f"'{state}/drain'" in script and f"'{state}/stopping'" in script
-        assert f"-gt {values['readiness']['maxAgeSeconds']}" in script
-        assert ready["periodSeconds"] == values["readiness"]["periodSeconds"]
-        live_script = live["exec"]["command"][2]
-        assert f"-gt {values['liveness']['maxAgeSeconds']}" in live_script and "drain" not in live_script
-        if "startupProbe" in c:
-            sp = c["startupProbe"]
-            assert f"-gt {values['readiness']['maxAgeSeconds']}" in sp["exec"]["command"][2]
-            assert sp["failureThreshold"] == values["startupProbe"]["failureThreshold"]
-            assert sp["periodSeconds"] == values["startupProbe"]["periodSeconds"]
+        assert live.get("initialDelaySeconds", 0) == model.role_liveness_initial_delay(values, role, version)
+        assert live.get("terminationGracePeriodSeconds") == model.rendered_probe_grace(
+            model.resolve_probe(values, role, "liveness"), version)
+        marker = model.role_drain(values, role).mode == "marker"
+        for kind in model.PROBE_KINDS:
+            rendered = c.get(f"{kind}Probe")
+            if rendered is None:
+                continue
+            p = model.resolve_probe(values, role, kind)
+            assert rendered["periodSeconds"] == p.period and rendered["failureThreshold"] == p.failure, (role, kind)
+            if p.handler != "heartbeat":
+                assert rendered[p.handler] == p.spec, (role, kind)
+                continue
+            script = rendered["exec"]["command"][2]
+            assert rendered["exec"]["command"][:2] == ["sh", "-c"], "no interpreter: sh, stat, date"
+            assert f"-gt {p.max_age}" in script and f"for f in {p.path};" in script, (role, kind)
+            state = values["heartbeat"]["dir"]
+            has_markers = f"'{state}/drain'" in script and f"'{state}/stopping'" in script
+            assert has_markers == (kind == "readiness" and marker), (role, kind)
 
 
-def test_grace_per_role_equals_model(objs, values):
+def test_grace_per_role_equals_model(objs, values, version):
     for role, dep in deployments(objs).items():
         grace = model.role_grace(values, role)
         assert pod_spec(dep)["terminationGracePeriodSeconds"] == grace.effective, role
         env = env_map(main_container(dep))
         assert env["DRAIN_DEADLINE_SECONDS"] == str(grace.drain_deadline)
-        pre_stop = main_container(dep)["lifecycle"]["preStop"]["exec"]["command"]
+        pre_stop = (main_container(dep).get("lifecycle") or {}).get("preStop")
+        sleep = values["drain"]["preStopSeconds"]
+        drain = model.role_drain(values, role)
         state = values["heartbeat"]["dir"]
-        assert pre_stop == ["sh", "-c", f"touch '{state}/stopping'; sleep {values['drain']['preStopSeconds']}"]
+        action = model.prestop_action(values, role, version)
+        if drain.mode == "marker":
+            assert pre_stop["exec"]["command"] == ["sh", "-c", f"touch '{state}/stopping'; sleep {sleep}"]
+        elif drain.mode == "signal":
+            assert pre_stop["exec"]["command"] == ["sh", "-c", f"kill -s {drain.signal} 1; sleep {sleep}"]
+        elif action == "sleep":
+            assert pre_stop == {"sleep": {"seconds": sleep}}
+        elif action == "exec" and drain.mode == "none":
+            assert pre_stop == {"exec": {"command": ["sleep", str(sleep)]}}
+        elif action is None:
+            assert pre_stop is None
 
 
 def test_runtime_env_contract(objs, values):
@@ -182,10 +195,14 @@ def test_runtime_env_contract(objs, values):
         mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
         volumes = {v["name"]: v for v in pod_spec(dep)["volumes"]}
         assert "emptyDir" in volumes[mounts[state]], "the heartbeat dir is a writable emptyDir"
-        # the role's command is exec'd by sh (PID 1 gets SIGTERM), after clearing a stale marker
-        assert c["command"][:2] == ["sh", "-c"] and 'exec "$@"' in c["command"][2]
         spec = values["handlers"][role]
-        assert c["args"] == spec["command"] + (spec.get("args") or [])
+        own = (spec.get("command") or []) + (spec.get("args") or [])
+        if model.role_drain(values, role).mode == "marker":
+            # the role's command is exec'd by sh (PID 1 gets SIGTERM), after clearing a stale marker
+            assert c["command"][:2] == ["sh", "-c"] and 'exec "$@"' in c["command"][2]
+            assert c["args"] == own
+        else:  # no wrapper: the image needs no shell for its entrypoint
+            assert (c.get("command") or []) + (c.get("args") or []) == own
 
 
 def test_pdb_per_role_and_api_version(objs, values, version):
