@@ -84,6 +84,11 @@ test: tools venv deps ## unit, render, generated and workload tests, plus freshn
 	$(JH) check values-examples/*.yaml
 	$(PY) -m pytest tests
 
+.PHONY: fuzz
+fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render, 10x the examples of make test
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/unit/test_fuzz_check.py \
+	  tests/unit/test_fuzz_grace.py tests/unit/test_fuzz_render.py tests/unit/test_fuzz_regressions.py
+
 .PHONY: bench
 bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm, workload lifecycle
 	$(PY) bench/run.py
@@ -94,3 +99,4 @@ bench-kind: tools venv image kind-up ## gated vs naive chart on the kind cluster
 
 -include tests/workload/workload.mk
 -include tests/kind/kind.mk
+include tests/apps/apps.mk

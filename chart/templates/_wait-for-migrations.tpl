@@ -9,6 +9,10 @@ so the pod shows Init:Error / Init:CrashLoopBackOff instead of a crashing handle
 
 It asks the database, not the Kubernetes API: no RBAC, no Job status, no marker file.
 Same image as the handler, so "expected revision" is the handler's own.
+
+commands.schemaWait (optional) replaces the sh loop with the app's own blocking wait
+(e.g. `airflow db check-migrations --migration-wait-timeout $(WAIT_TIMEOUT_SECONDS)`),
+for images without a shell: it must exit 0 at the revision, non-zero on timeout.
 */}}
 
 {{/* The init container. Call with (list $ "role"). */}}
@@ -20,6 +24,10 @@ Same image as the handler, so "expected revision" is the handler's own.
 - name: wait-for-migrations
   image: {{ include "jobhandlers.image" $root }}
   imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+  {{- if $root.Values.commands.schemaWait }}
+  command:
+    {{- toYaml $root.Values.commands.schemaWait | nindent 4 }}
+  {{- else }}
   command:
     - sh
     - -c
@@ -28,7 +36,8 @@ Same image as the handler, so "expected revision" is the handler's own.
     - wait-for-migrations
   args:
     {{- toYaml $root.Values.commands.schemaCheck | nindent 4 }}
-  {{- $env := printf "%s\n- name: JOBHANDLERS_ROLE\n  value: %s" (include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root))) ($role | quote) }}
+  {{- end }}
+  {{- $env := printf "%s\n- name: JOBHANDLERS_ROLE\n  value: %s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s" (include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root))) ($role | quote) (int64 $w.timeoutSeconds | toString | quote) }}
   {{- include "jobhandlers.pod.envBlock" (list $root $role $env) | nindent 2 }}
   securityContext:
     {{- include "jobhandlers.containerSecurityContext" (list $root $role) | nindent 4 }}

@@ -15,7 +15,9 @@ BIN = ROOT / "bin"
 # Where `make kind-up` writes the kubeconfig and which cluster it creates (tests/kind/kind.mk).
 DEFAULT_KUBECONFIG = ROOT / "tests" / "kind" / ".work" / "kubeconfig"
 DEFAULT_CLUSTER = "jobhandlers"
-IMAGES = [f"{WORKLOAD_IMAGE}:1", f"{WORKLOAD_IMAGE}:2", POSTGRES_IMAGE]
+# jobhandlers/procrastinate (tests/apps/procrastinate, `make app-images`, part of `make image`)
+APP_IMAGES = ["jobhandlers/procrastinate:1", "jobhandlers/procrastinate:2"]
+IMAGES = [f"{WORKLOAD_IMAGE}:1", f"{WORKLOAD_IMAGE}:2", POSTGRES_IMAGE, *APP_IMAGES]
 
 
 class SetupError(Exception):

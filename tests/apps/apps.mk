@@ -1,0 +1,28 @@
+# Real job systems as test apps (tests/apps/<app>/). Included by the top Makefile.
+APPS_DIR := $(ROOT)/tests/apps
+PROCRASTINATE_DIR := $(APPS_DIR)/procrastinate
+PROCRASTINATE_VENV := $(PROCRASTINATE_DIR)/.venv
+
+.PHONY: app-images procrastinate-image app-venv test-apps
+
+app-images: procrastinate-image ## build the test app images (jobhandlers/procrastinate:1, :2); ~1 s when up to date
+
+procrastinate-image: venv docker-up
+	@t0=$$SECONDS; PY=$(PY) $(PROCRASTINATE_DIR)/build-image.sh; echo "procrastinate-image: $$((SECONDS - t0)) s"
+
+# `make image` also builds the app images: a warm run only compares an inputs label.
+image: app-images
+
+app-venv: $(PROCRASTINATE_VENV)/.installed ## host venv of the procrastinate app (pinned requirements.txt)
+
+$(PROCRASTINATE_VENV)/.installed: $(PROCRASTINATE_DIR)/requirements.txt
+	test -x $(PROCRASTINATE_VENV)/bin/python || python3 -m venv $(PROCRASTINATE_VENV)
+	$(PROCRASTINATE_VENV)/bin/pip install -q --no-deps -r $<
+	$(PROCRASTINATE_VENV)/bin/pip check
+	@touch $@
+
+# `make test` collects tests/apps too, so it needs the app venv (a missing one fails the tests).
+test: app-venv
+
+test-apps: venv deps app-venv ## the test apps against a real PostgreSQL server
+	$(PY) -m pytest tests/apps -q

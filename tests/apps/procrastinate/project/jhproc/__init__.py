@@ -1,0 +1,1 @@
+"""Django project of the procrastinate test app (settings only)."""

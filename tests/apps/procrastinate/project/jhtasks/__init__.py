@@ -1,0 +1,1 @@
+"""The test app's tasks and their one table."""
