@@ -268,17 +268,20 @@ class Drain:
     signal: str  # without the SIG prefix
     command: tuple[str, ...]
     stop_signal: str | None
+    wait_for_exit: bool = False
 
 
 def role_drain(values: Mapping[str, Any], role: str) -> Drain:
     """The role's drain settings over the chart-wide drain block."""
     glob, own = _block(values.get("drain")), _block(_role_spec(values, role).get("drain"))
     merged = {"mode": glob.get("mode") or "marker", "signal": glob.get("signal") or "TSTP",
-              "command": glob.get("command") or [], "stopSignal": glob.get("stopSignal") or None}
+              "command": glob.get("command") or [], "stopSignal": glob.get("stopSignal") or None,
+              "waitForExit": bool(glob.get("waitForExit"))}
     merged.update({k: v for k, v in own.items() if v is not None})
     return Drain(mode=str(merged["mode"]), signal=str(merged["signal"]).removeprefix("SIG"),
                  command=tuple(str(x) for x in merged["command"] or ()),
-                 stop_signal=str(merged["stopSignal"]) if merged["stopSignal"] else None)
+                 stop_signal=str(merged["stopSignal"]) if merged["stopSignal"] else None,
+                 wait_for_exit=bool(merged["waitForExit"]))
 
 
 def prestop_action(values: Mapping[str, Any], role: str, kube_version: str) -> str | None:

@@ -4,7 +4,10 @@ Drain: on shutdown and on demand (maintenance mode).
 Drain adapters (drain.mode, per role handlers.<role>.drain.mode): how the preStop tells
 a handler to stop taking work — marker (writes <heartbeat.dir>/stopping), signal (kill -s
 <drain.signal> 1), command (drain.command), none (SIGTERM alone). Every mode then waits
-drain.preStopSeconds (native sleep action where the cluster has it, for mode none).
+drain.preStopSeconds (native sleep action where the cluster has it, for mode none), or
+with drain.waitForExit (signal, command) until PID 1 has exited, at most
+DRAIN_DEADLINE_SECONDS: for apps that drain on that signal/command and must not get
+SIGTERM while they finish (Huey: SIGINT graceful, SIGTERM immediate).
 
 Shutdown order for a handler pod (mode marker):
   1. preStop writes <heartbeat.dir>/stopping  -> readiness fails, endpoints drop the pod
@@ -24,8 +27,8 @@ mode, signal (without SIG), command, stopSignal ("" = none)). Call with (list $ 
 {{- $root := index . 0 }}
 {{- $g := $root.Values.drain }}
 {{- $r := (include "jobhandlers.role.spec" . | fromJson).drain | default dict }}
-{{- $out := dict "mode" ($g.mode | default "marker") "signal" ($g.signal | default "TSTP") "command" ($g.command | default list) "stopSignal" ($g.stopSignal | default "") }}
-{{- range $k := list "mode" "signal" "command" "stopSignal" }}
+{{- $out := dict "mode" ($g.mode | default "marker") "signal" ($g.signal | default "TSTP") "command" ($g.command | default list) "stopSignal" ($g.stopSignal | default "") "waitForExit" ($g.waitForExit | default false) }}
+{{- range $k := list "mode" "signal" "command" "stopSignal" "waitForExit" }}
 {{- if and (hasKey $r $k) (not (kindIs "invalid" (index $r $k))) }}{{ $_ := set $out $k (index $r $k) }}{{ end }}
 {{- end }}
 {{- $_ := set $out "signal" (trimPrefix "SIG" (toString $out.signal)) }}
@@ -96,13 +99,17 @@ Call with (list $ "role"). */}}
 {{- $sleep := int64 $root.Values.drain.preStopSeconds }}
 {{- $stopping := printf "%s/stopping" $root.Values.heartbeat.dir | squote }}
 {{- $preStop := "" }}
+{{- $wait := printf "sleep %d" $sleep }}
+{{- if $d.waitForExit }}
+{{- $wait = printf "n=0; while kill -0 1 2>/dev/null && [ $n -lt %s ]; do sleep 1; n=$((n + 1)); done" (include "jobhandlers.grace.drainDeadline" .) }}
+{{- end }}
 {{- if eq $d.mode "marker" }}
 {{- $preStop = dict "exec" (dict "command" (list "sh" "-c" (printf "touch %s; sleep %d" $stopping $sleep))) }}
 {{- else if eq $d.mode "signal" }}
-{{- $preStop = dict "exec" (dict "command" (list "sh" "-c" (printf "kill -s %s 1; sleep %d" $d.signal $sleep))) }}
+{{- $preStop = dict "exec" (dict "command" (list "sh" "-c" (printf "kill -s %s 1; %s" $d.signal $wait))) }}
 {{- else if eq $d.mode "command" }}
-{{- if $sleep }}
-{{- $preStop = dict "exec" (dict "command" (concat (list "sh" "-c" (printf "\"$@\"; sleep %d" $sleep) "drain") $d.command)) }}
+{{- if or $sleep $d.waitForExit }}
+{{- $preStop = dict "exec" (dict "command" (concat (list "sh" "-c" (printf "\"$@\"; %s" $wait) "drain") $d.command)) }}
 {{- else }}
 {{- $preStop = dict "exec" (dict "command" $d.command) }}
 {{- end }}

@@ -190,3 +190,12 @@ def test_schema_wait_replaces_the_sh_loop_for_images_without_a_shell() -> None:
     assert {"name": "WAIT_TIMEOUT_SECONDS", "value": "1200"} in init["env"]
     (job,) = helm.by_kind(objs, "Job")
     assert "initContainers" not in job["spec"]["template"]["spec"]
+
+
+def test_signal_with_wait_for_exit_holds_sigterm_until_the_handler_is_gone() -> None:
+    over = {"handlers": {"job": {"drain": {"mode": "signal", "signal": "INT", "waitForExit": True}}}}
+    job = container(helm.render(overrides=over), "job")
+    deadline = model.role_grace(helm_values(over), "job").drain_deadline
+    assert job["lifecycle"]["preStop"]["exec"]["command"] == [
+        "sh", "-c", f"kill -s INT 1; n=0; while kill -0 1 2>/dev/null && [ $n -lt {deadline} ]; do sleep 1; n=$((n + 1)); done"]
+    assert model.role_drain(helm_values(over), "job").wait_for_exit is True
