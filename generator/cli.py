@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _safe(text: str) -> str:
+    """text printable as UTF-8: lone surrogates (a YAML "\\ud800", a non-UTF-8 file name)
+    escaped as \\udcff."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _examples(directory: Path | None) -> list[Path] | None:
     return sorted(directory.glob("*.yaml")) if directory is not None else None
 
@@ -105,19 +111,19 @@ def cmd_render(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     examples = _examples(args.examples)
     if examples is not None and not examples:
-        print(f"jobhandlers render: no *.yaml in {args.examples}", file=sys.stderr)
+        print(_safe(f"jobhandlers render: no *.yaml in {args.examples}"), file=sys.stderr)
         return EXIT_INPUT
     out = args.out or rmod.RENDERED_DIR
     res = rmod.render(examples, out, check=args.check, jobs=args.jobs,
                      versions=args.kube_version or model.KUBE_VERSIONS)
     for err in res.errors:
-        print(f"render FAILED: {err}", file=sys.stderr)
+        print(_safe(f"render FAILED: {err}"), file=sys.stderr)
     if res.errors:
         print(f"render: {out} left unchanged", file=sys.stderr)
         return EXIT_INPUT if res.helm_missing else EXIT_FAIL
     if args.check:
         for s in res.stale:
-            print(f"stale: {out.name}/{s}")
+            print(_safe(f"stale: {out.name}/{s}"))
         if res.stale:
             print(f"render --check: {len(res.stale)} stale file(s); run `make render`")
             return EXIT_FAIL
@@ -134,19 +140,19 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
     examples = _examples(args.examples)
     res = gentests.gen_tests(examples, args.out or gentests.GENERATED_DIR, check=args.check)
     for err in res.errors:
-        print(f"gen-tests FAILED: {err}", file=sys.stderr)
+        print(_safe(f"gen-tests FAILED: {err}"), file=sys.stderr)
     if res.errors:
         return EXIT_FAIL
     if args.check:
         for s in res.stale:
-            print(f"stale: {s}")
+            print(_safe(f"stale: {s}"))
         if res.stale:
             print(f"gen-tests --check: {len(res.stale)} stale file(s); run `make gen-tests`")
             return EXIT_FAIL
         print("gen-tests --check: tests/generated/ is up to date")
         return EXIT_OK
     for w in res.written:
-        print(f"wrote {w}")
+        print(_safe(f"wrote {w}"))
     print(f"gen-tests: {len(res.written)} file(s) changed")
     return EXIT_OK
 
@@ -165,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the contract is "never a traceback"
-        print(f"jobhandlers {args.command}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(_safe(f"jobhandlers {args.command}: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return EXIT_INPUT
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
@@ -53,14 +54,27 @@ def exit_code(findings: Iterable[Finding]) -> int:
     return 0
 
 
+# Line breaks, other control characters and lone surrogates (from a YAML "\ud800"): they
+# would split a finding over lines or make it unprintable as UTF-8.
+_UNSAFE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """text with line breaks, control characters and lone surrogates escaped (\\n, \\x00, \\ud800)."""
+    def esc(m: re.Match[str]) -> str:
+        c = m.group()
+        return {"\n": "\\n", "\r": "\\r"}.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+    return _UNSAFE.sub(esc, text)
+
+
 def format_text(findings: list[Finding], files_checked: int) -> str:
     """Human output: one `file:line:col: severity RULE [path] message` line plus its fix."""
     lines: list[str] = []
     for f in findings:
-        where = f" [{f.path}]" if f.path else ""
-        lines.append(f"{f.location}: {f.severity} {f.rule}{where} {f.message}")
+        where = f" [{one_line(f.path)}]" if f.path else ""
+        lines.append(one_line(f"{f.location}: {f.severity} {f.rule}") + f"{where} {one_line(f.message)}")
         if f.fix:
-            lines.append(f"    fix: {f.fix}")
+            lines.append(f"    fix: {one_line(f.fix)}")
     errors = sum(1 for f in findings if f.severity == ERROR)
     warnings = sum(1 for f in findings if f.severity == WARNING)
     status = "ok" if errors == 0 else "FAILED"
@@ -87,7 +101,8 @@ def format_json(findings: list[Finding], files_checked: int) -> str:
 
 def _gh_data(text: str) -> str:
     """Escape a workflow-command message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return one_line(text)
 
 
 def _gh_prop(text: str) -> str:

@@ -167,10 +167,10 @@ def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_
     wanted: dict[str, str] = {}
     for ex in examples:
         try:
-            wanted[generated_file_name(ex)] = generate_one(ex, versions)
+            wanted[generated_file_name(ex)] = generate_one(ex, helm.example_versions(ex, versions))
         except GenError as exc:
             result.errors.append(f"{ex}: {exc}")
-        except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:
+        except (jinja2.TemplateError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
             result.errors.append(f"{ex}: cannot generate tests: {type(exc).__name__}: {exc}")
     if result.errors:
         return result

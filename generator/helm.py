@@ -189,3 +189,14 @@ def by_kind(objects: Iterable[Mapping[str, Any]], kind: str) -> list[dict[str, A
 def examples() -> list[Path]:
     """Every values example, sorted by name."""
     return sorted(EXAMPLES_DIR.glob("*.yaml"))
+
+
+def example_versions(example: Path, versions: Sequence[str] = model.KUBE_VERSIONS) -> list[str]:
+    """The matrix versions an example is rendered and tested on: all of them, unless the file
+    says `# kube-versions: >=1.29` (it uses something the chart refuses below that)."""
+    import re
+    for line in Path(example).read_text(encoding="utf-8", errors="replace").splitlines()[:40]:
+        m = re.match(r"#\s*kube-versions:\s*>=\s*(\d+\.\d+)\s*$", line)
+        if m:
+            return [v for v in versions if model.at_least(v, m.group(1))]
+    return list(versions)

@@ -80,7 +80,8 @@ def _render_matrix(examples: Sequence[Path], versions: Sequence[str], dest: Path
     t0 = time.monotonic()
     result = RenderResult(ok=True)
     lock = threading.Lock()
-    remaining = {ex.stem: len(versions) for ex in examples}
+    per_example = {ex.stem: helm.example_versions(ex, versions) for ex in examples}
+    remaining = {ex.stem: len(per_example[ex.stem]) for ex in examples}
     counts = {ex.stem: 0 for ex in examples}
     started = {ex.stem: t0 for ex in examples}
 
@@ -95,7 +96,7 @@ def _render_matrix(examples: Sequence[Path], versions: Sequence[str], dest: Path
         return example.stem, version, len(files)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(task, ex, v): (ex, v) for ex in examples for v in versions}
+        futures = {pool.submit(task, ex, v): (ex, v) for ex in examples for v in per_example[ex.stem]}
         for fut in as_completed(futures):
             ex, version = futures[fut]
             try:

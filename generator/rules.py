@@ -563,8 +563,8 @@ def check(vf: ValuesFile, kube_version: str) -> list[Finding]:
     for rule in RULES:
         try:
             hits = list(rule.check(ctx))
-        except (_Skip, KeyError, TypeError, ValueError, AttributeError):
-            continue  # a mistyped value: the schema check reports it
+        except (_Skip, KeyError, TypeError, ValueError, AttributeError, ArithmeticError):
+            continue  # a mistyped or out-of-range value: the schema check reports it
         for hit in hits:
             findings.append(_locate(vf, rule, hit))
     return findings

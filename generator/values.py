@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import copy
 import datetime
+import math
+import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError, YAMLWarning
+from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
 from generator.findings import ERROR, INPUT, Finding
 
@@ -27,11 +33,61 @@ DEFAULT_VALUES = CHART_DIR / "values.yaml"
 MAX_NODES = 100_000
 MAX_DEPTH = 64
 MAX_BYTES = 4 * 1024 * 1024
+_FLOAT_MAX = int(sys.float_info.max)
 
 
 
 class _TooLarge(Exception):
     """The expanded document exceeds MAX_NODES or MAX_DEPTH."""
+
+
+class _NotFinite(Exception):
+    """A float helm cannot convert to JSON (.inf, -.inf, .nan), at `path`."""
+
+    def __init__(self, path: tuple[str | int, ...], value: float) -> None:
+        super().__init__(path, value)
+        self.path = path
+        self.value = value
+
+
+class _TooDeep(ScannerError):
+    """Flow and block collections nest deeper than MAX_DEPTH."""
+
+
+class _Scanner(RoundTripScanner):
+    """The round-trip scanner, refusing nesting deeper than MAX_DEPTH as it reads: its
+    simple-key bookkeeping is quadratic in flow depth (400 levels of `[{` take seconds)."""
+
+    def _check_depth(self) -> None:
+        if len(self.flow_context) + len(self.indents) > MAX_DEPTH:
+            raise _TooDeep(None, None, f"collections nest deeper than {MAX_DEPTH} levels",
+                           self.reader.get_mark())
+
+    def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:  # noqa: N803
+        self._check_depth()
+        super().fetch_flow_collection_start(TokenClass, to_push)
+
+    def add_indent(self, column: int) -> bool:
+        self._check_depth()
+        return super().add_indent(column)
+
+
+class _BadValue(ConstructorError):
+    """A scalar the constructor cannot turn into its tag's type."""
+
+
+class _Constructor(RoundTripConstructor):
+    """The round-trip constructor, except that a value it cannot build (a timestamp in
+    year 0, bad !!binary, an !!int that is not one) is a ConstructorError at its node."""
+
+    def construct_non_recursive_object(self, node: Any, tag: str | None = None) -> Any:
+        try:
+            return super().construct_non_recursive_object(node, tag)
+        except (MarkedYAMLError, RecursionError):
+            raise
+        except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            raise _BadValue(None, None, f"{exc} (a {kind} value)", node.start_mark) from exc
 
 
 @dataclass
@@ -61,6 +117,8 @@ def _yaml() -> YAML:
     # yes/no/on/off are booleans, 0755 is octal.
     y.version = (1, 1)  # type: ignore[assignment]
     y.allow_duplicate_keys = False
+    y.Constructor = _Constructor
+    y.Scanner = _Scanner
     return y
 
 
@@ -79,26 +137,32 @@ def _mark_finding(file: str, rule: str, exc: MarkedYAMLError, prefix: str, fix: 
     return Finding(file, line, col, rule, ERROR, INPUT, "", msg, fix)
 
 
-def _to_plain(node: Any, budget: list[int], depth: int = 0) -> Any:
+def _to_plain(node: Any, budget: list[int], path: tuple[str | int, ...] = ()) -> Any:
     """Round-trip data -> the JSON-like data Helm sees (keys as strings, dates as strings),
     counting expanded nodes so that aliases cannot multiply the work."""
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
+    if budget[0] < 0 or len(path) > MAX_DEPTH:
         raise _TooLarge()
     if isinstance(node, Mapping):
-        return {_key(k): _to_plain(v, budget, depth + 1) for k, v in node.items()}
+        return {_key(k): _to_plain(v, budget, path + (_key(k),)) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [_to_plain(v, budget, depth + 1) for v in node]
+        return [_to_plain(v, budget, path + (i,)) for i, v in enumerate(node)]
     if isinstance(node, bool) or node is None:
         return node
     if isinstance(node, int):
+        if abs(node) > _FLOAT_MAX:
+            return str(node)  # go-yaml (so helm) reads an integer beyond float64 as a string
         return int(node)
     if isinstance(node, float):
+        if not math.isfinite(node):
+            raise _NotFinite(path, float(node))
         return float(node)
     if isinstance(node, (datetime.date, datetime.datetime)):
         return node.isoformat()
     if isinstance(node, str):
         return str(node)
+    if isinstance(node, bytes):  # !!binary: go-yaml decodes it to a string, JSON makes it UTF-8
+        return node.decode("utf-8", "replace")
     return str(node)
 
 
@@ -145,7 +209,17 @@ def parse_values(text: str, name: str) -> ValuesFile:
     """Parse values text (see load_values)."""
     result = ValuesFile(path=name)
     try:
-        docs = list(_yaml().load_all(text))
+        with warnings.catch_warnings():  # ruamel's notes (a reused anchor, 1e3) would go to stderr
+            warnings.simplefilter("ignore", YAMLWarning)
+            docs = list(_yaml().load_all(text))
+    except _TooDeep as exc:
+        result.findings.append(_mark_finding(name, "JHY004", exc, "document nests too deeply",
+                                             "flatten the document"))
+        return result
+    except _BadValue as exc:
+        result.findings.append(_mark_finding(name, "JHY001", exc, "cannot read value",
+                                             "write the value in a form its type allows, or quote it"))
+        return result
     except MarkedYAMLError as exc:
         if type(exc).__name__ == "DuplicateKeyError":
             result.findings.append(_mark_finding(
@@ -155,9 +229,16 @@ def parse_values(text: str, name: str) -> ValuesFile:
             result.findings.append(_mark_finding(name, "JHY001", exc, "YAML syntax error",
                                                  "fix the YAML syntax (indentation, quoting, brackets)"))
         return result
+    except ReaderError as exc:
+        line, col = _line_col(text, exc.position)
+        char = exc.character if isinstance(exc.character, int) else 0
+        result.findings.append(Finding(name, line, col, "JHY001", ERROR, INPUT, "",
+                                       f"unacceptable character U+{char:04X}: {exc.reason}",
+                                       "remove the control character or escape it in a double-quoted string"))
+        return result
     except YAMLError as exc:
-        result.findings.append(Finding(name, 1, 1, "JHY001", ERROR, INPUT, "", f"YAML error: {exc}",
-                                       "fix the YAML syntax"))
+        result.findings.append(Finding(name, 1, 1, "JHY001", ERROR, INPUT, "",
+                                       f"YAML error: {' '.join(str(exc).split())}", "fix the YAML syntax"))
         return result
     except RecursionError:
         result.findings.append(Finding(name, 1, 1, "JHY004", ERROR, INPUT, "",
@@ -190,9 +271,23 @@ def parse_values(text: str, name: str) -> ValuesFile:
                                        f"{MAX_DEPTH} levels (alias bomb?)",
                                        "do not nest aliases; write the values out"))
         return result
+    except _NotFinite as exc:
+        line, col, _ = locate(doc, exc.path)
+        from generator.schema import dotted  # schema imports this module
+        result.findings.append(Finding(name, line, col, "JHY006", ERROR, INPUT, dotted(exc.path),
+                                       f"{exc.value} is not a number helm can use (values become JSON, "
+                                       "which has no infinity or NaN)", "write a finite number"))
+        return result
     result.doc = doc
     result.data = data
     return result
+
+
+def _line_col(text: str, position: int) -> tuple[int, int]:
+    """1-based line and column of a character offset (lines as YAML breaks them)."""
+    before = text[:max(0, position)]
+    lines = before.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return len(lines), len(lines[-1]) + 1
 
 
 def locate(doc: Any, path: Sequence[str | int]) -> tuple[int, int, bool]:

@@ -14,7 +14,7 @@ from generator import helm, model
 
 EXAMPLES: list[Path] = helm.examples()
 VERSIONS: tuple[str, ...] = model.KUBE_VERSIONS
-MATRIX: list[tuple[Path, str]] = [(e, v) for e in EXAMPLES for v in VERSIONS]
+MATRIX: list[tuple[Path, str]] = [(e, v) for e in EXAMPLES for v in helm.example_versions(e, VERSIONS)]
 
 
 def case_id(example: Path, version: str) -> str:

@@ -118,12 +118,12 @@ def test_migration_waits_for_database_then_migrates(objs, values):
     assert migrate["command"] == values["commands"]["migrate"]
 
 
-def test_every_handler_pod_waits_for_migrations(objs, values):
+def test_every_handler_pod_waits_for_migrations(objs, values, version):
     w = values["waitForMigrations"]
     for role, dep in deployments(objs).items():
         inits = pod_spec(dep).get("initContainers") or []
-        assert [c["name"] for c in inits] == ["wait-for-migrations"], role
-        init = inits[0]
+        assert [c["name"] for c in inits] == model.init_container_order(values, role, version), role
+        (init,) = [c for c in inits if c["name"] == "wait-for-migrations"]
         assert init["image"] == main_container(dep)["image"], "same image = same expected revision"
         assert init["args"] == values["commands"]["schemaCheck"]
         assert init["command"][:2] == ["sh", "-c"]

@@ -139,8 +139,10 @@ def test_config_files_roll_the_pods_and_the_hook_reads_its_own_copy() -> None:
     assert [m["metadata"]["name"] for m in helm.by_kind(plain, "ConfigMap")] == ["demo-jobhandlers-files"]
 
 
-@pytest.mark.parametrize("example", helm.examples(), ids=lambda p: p.stem)
-@pytest.mark.parametrize("version", ["1.18", "1.25", "1.34"])
+RESTRICTED_CASES = [(e, v) for e in helm.examples() for v in helm.example_versions(e, ("1.18", "1.25", "1.34"))]
+
+
+@pytest.mark.parametrize(("example", "version"), RESTRICTED_CASES, ids=[f"{e.stem}-{v}" for e, v in RESTRICTED_CASES])
 def test_restricted_by_default(example, version: str) -> None:
     for obj in helm.by_kind(helm.render([example], kube_version=version), "Deployment") + \
             helm.by_kind(helm.render([example], kube_version=version), "Job"):

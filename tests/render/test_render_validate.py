@@ -9,12 +9,12 @@ import kubernetes_validate
 import pytest
 from kubernetes_validate.utils import all_versions, major_minor
 
-from generator import model
+from generator import helm, model
 from render_helpers import EXAMPLES, case_id
 
 BUNDLED = {major_minor(v) for v in all_versions()}
 VALIDATED = [v for v in model.KUBE_VERSIONS if model.at_least(v, "1.25")]
-CASES = [(e, v) for e in EXAMPLES for v in VALIDATED]
+CASES = [(e, v) for e in EXAMPLES for v in helm.example_versions(e, VALIDATED)]
 
 
 def test_every_validated_version_is_bundled():

@@ -60,3 +60,13 @@ def test_github_format() -> None:
 def test_location() -> None:
     assert F1.location == "b.yaml:4:5" and F3.location == "c,d.yaml"
     assert Finding("x", 3, 0, "R").location == "x:3"
+
+
+def test_text_finding_stays_on_one_printable_line() -> None:
+    """A key with a line break or a lone surrogate cannot split or break the output."""
+    f = Finding("v.yaml", 1, 1, "JHS001", ERROR, SCHEMA, "a\nb", "unknown key `\ud800\r`", "remove\u2028it")
+    text = render_findings([f], 1, "text")
+    assert text.splitlines()[0] == "v.yaml:1:1: error JHS001 [a\\nb] unknown key `\\ud800\\r`"
+    assert text.splitlines()[1] == "    fix: remove\\u2028it"
+    text.encode("utf-8")
+    render_findings([f], 1, "github").encode("utf-8")

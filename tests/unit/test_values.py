@@ -90,3 +90,19 @@ def test_merged_uses_chart_defaults() -> None:
     assert values["handlers"]["job"]["maxJobRuntimeSeconds"] == 7
     assert values["handlers"]["job"]["resources"]["requests"]["cpu"] == "100m"  # default kept
     assert values["drain"]["bufferSeconds"] == 30
+
+
+def test_values_helm_cannot_read_are_input_findings() -> None:
+    """.inf/.nan (no JSON for them), and scalars their tag cannot build, are exit-2 findings
+    at the value (issue 12)."""
+    assert _rules("drain:\n  runtimeMultiplier: -.inf\n") == [("JHY006", 2, 3)]
+    assert _rules("a: [1, .nan]\n") == [("JHY006", 1, 8)]
+    assert _rules("a:\n  b: !!int abc\n") == [("JHY001", 2, 6)]
+    assert _rules("d: 0000-00-00 00:00:00\n") == [("JHY001", 1, 4)]
+    assert _rules("a: '\x07'\n") == [("JHY001", 1, 5)]
+
+
+def test_scalars_as_helm_reads_them() -> None:
+    """!!binary is a string, an integer beyond float64 a string (go-yaml), 1e30 a number."""
+    vf = parse_values("a: !!binary aGk=\nb: " + "9" * 400 + "\nc: 1" + "0" * 30 + "\n", "v.yaml")
+    assert vf.data == {"a": "hi", "b": "9" * 400, "c": 10 ** 30}
