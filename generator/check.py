@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence
 
 from generator import helm, model
 from generator.findings import ERROR, INPUT, RENDER, WARNING, Finding
+from generator.platforms import Platform
 from generator.rules import check as check_rules
 from generator.schema import dotted
 from generator.schema import validate as check_schema
@@ -18,24 +19,26 @@ from generator.values import ValuesFile, load_values
 KUBE_VALIDATE_MIN_VERSION = "1.25"
 
 
-def check_file(path: str | Path, kube_version: str, render: bool = False) -> list[Finding]:
+def check_file(path: str | Path, kube_version: str, render: bool = False,
+               platforms: Sequence[tuple[Platform, int]] = ()) -> list[Finding]:
     """All findings for one values file."""
     vf = load_values(path)
     if not vf.ok:
         return vf.findings
     findings = check_schema(vf)
-    findings += check_rules(vf, kube_version)
+    findings += check_rules(vf, kube_version, platforms)
     if render and not any(f.severity == ERROR for f in findings):
         findings += check_rendered(vf, Path(path), kube_version)
     return findings
 
 
-def check_files(paths: Sequence[str | Path], kube_version: str, render: bool = False) -> list[Finding]:
+def check_files(paths: Sequence[str | Path], kube_version: str, render: bool = False,
+                platforms: Sequence[tuple[Platform, int]] = ()) -> list[Finding]:
     """All findings for several values files."""
     out: list[Finding] = []
     seen: set[Finding] = set()
     for p in paths:
-        for f in check_file(p, kube_version, render):
+        for f in check_file(p, kube_version, render, platforms):
             if f.rule == "JHS002":  # a broken chart schema is reported once, not per file
                 if f in seen:
                     continue

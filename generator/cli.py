@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("values", nargs="+", help="values files")
     c.add_argument("--kube-version", type=_kube_version, default=model.DEFAULT_KUBE_VERSION)
     c.add_argument("--format", choices=["text", "json", "github"], default="text")
+    c.add_argument("--platform", type=_platform, action="append", default=[], metavar="NAME[=SECONDS]",
+                   help="warn (JH021) when a role's grace exceeds what this platform honours; repeatable: "
+                        + ", ".join(_platform_names()))
     c.add_argument("--render", action="store_true",
                    help="also render with helm and validate every object with kubernetes-validate (strict)")
 
@@ -75,12 +78,26 @@ def _examples(directory: Path | None) -> list[Path] | None:
     return sorted(directory.glob("*.yaml")) if directory is not None else None
 
 
+def _platform(text: str):  # noqa: ANN202 - argparse type
+    """--platform NAME[=SECONDS] -> (Platform, limit); argparse turns the ValueError into exit 2."""
+    from generator.platforms import parse_platform
+    try:
+        return parse_platform(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _platform_names() -> list[str]:
+    from generator.platforms import PLATFORMS
+    return [p.name if p.limit_seconds is not None else f"{p.name}=SECONDS" for p in PLATFORMS]
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """jobhandlers check."""
     from generator.check import check_files
     from generator.findings import exit_code, render_findings
 
-    findings = check_files(args.values, args.kube_version, render=args.render)
+    findings = check_files(args.values, args.kube_version, render=args.render, platforms=args.platform)
     sys.stdout.write(render_findings(findings, len(args.values), args.format))
     return exit_code(findings)
 

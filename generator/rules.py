@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH020: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH021: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from generator import model
+from generator import model, platforms as plat
 from generator.findings import ERROR, POLICY, WARNING, Finding
 from generator.schema import dotted
 from generator.values import ValuesFile, merged
@@ -36,6 +36,7 @@ class Context:
     values: Mapping[str, Any]
     user: Mapping[str, Any]
     kube_version: str
+    platforms: tuple[tuple[plat.Platform, int], ...] = ()
 
     def get(self, dotted_path: str, default: Any = None) -> Any:
         """Merged value at a dotted path, or default."""
@@ -474,6 +475,39 @@ def _jh020(ctx: Context) -> Iterator[Hit]:
                       f"set handlers.{role}.drain.command to the app's quiesce command")
 
 
+def _platforms(ctx: Context) -> list[tuple[plat.Platform, int, bool]]:
+    """--platform ones, then the values key `platforms` ((platform, limit, from the file))."""
+    out = [(p, limit, False) for p, limit in ctx.platforms]
+    for text in ctx.get("platforms") or []:
+        try:
+            p, limit = plat.parse_platform(str(text))
+        except ValueError:
+            continue  # the schema reports it
+        out.append((p, limit, True))
+    return out
+
+
+def _jh021(ctx: Context) -> Iterator[Hit]:
+    for platform, limit, from_file in _platforms(ctx):
+        for role in model.enabled_roles(ctx.values):
+            grace = model.role_grace(ctx.values, role)
+            pinned = ((ctx.values.get("handlers") or {}).get(role) or {}).get("safeToEvict") is False
+            if pinned and platform.name in ("cluster-autoscaler", "karpenter"):
+                continue  # the role's pods block scale-down / disruption of their node
+            if grace.effective > limit:
+                paths = [_p(f"handlers.{role}.maxJobRuntimeSeconds"), _p(f"handlers.{role}.terminationGracePeriodSeconds")]
+                if from_file:
+                    paths.insert(0, _p("platforms"))
+                yield Hit(paths + [_p(f"handlers.{role}")],
+                          f"role {role}: terminationGracePeriodSeconds={grace.effective} exceeds what {platform.title} "
+                          f"honours ({limit} s, {platform.what}): {platform.consequence} ({platform.source})",
+                          (f"set handlers.{role}.safeToEvict: false (its node is then not scaled down or "
+                           "disrupted while it runs), or " if platform.name in ("cluster-autoscaler", "karpenter")
+                           else "") +
+                          f"keep jobs of role {role} under about {max(1, limit - grace.buffer - grace.pre_stop)} s "
+                          "(checkpoint or split them), or raise the platform's limit where it is configurable")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("JH001", ERROR, "grace period below the computed drain time",
          "An explicit handlers.<role>.terminationGracePeriodSeconds is below "
@@ -552,13 +586,19 @@ RULES: tuple[Rule, ...] = (
          "drain.mode=marker for a role without a command (the sh wrapper needs one), or drain.mode=command "
          "without drain.command.",
          "Set the command, or pick the drain mode the app supports.", _jh020),
+    Rule("JH021", WARNING, "grace beyond what the platform honours",
+         "With --platform NAME (repeatable) or the values key `platforms`, a role's computed grace exceeds that "
+         "platform's documented limit (cluster-autoscaler 600 s, GKE upgrade 3600 s, EKS upgrade 900 s, AKS "
+         "upgrade 1800 s, Karpenter terminationGracePeriod, spot notices 15-120 s).",
+         "Shorten or checkpoint the jobs, keep the role off those nodes, or raise the platform limit.", _jh021),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 
 
-def check(vf: ValuesFile, kube_version: str) -> list[Finding]:
+def check(vf: ValuesFile, kube_version: str,
+          platforms: Sequence[tuple[plat.Platform, int]] = ()) -> list[Finding]:
     """Run every rule on a loaded values file (merged over the chart defaults)."""
-    ctx = Context(values=merged(vf.data), user=vf.data, kube_version=kube_version)
+    ctx = Context(values=merged(vf.data), user=vf.data, kube_version=kube_version, platforms=tuple(platforms))
     findings: list[Finding] = []
     for rule in RULES:
         try:

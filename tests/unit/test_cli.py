@@ -145,3 +145,15 @@ def test_unexpected_error_is_one_line_exit_2(capsys: pytest.CaptureFixture[str],
     assert cli.main(["grace", "x.yaml"]) == 2
     err = capsys.readouterr().err
     assert err == "jobhandlers grace: internal error: RuntimeError: disk on fire\n"
+
+
+def test_check_platform_flag_warns_and_bad_names_exit_2(tmp_path) -> None:
+    import subprocess
+    import sys
+    values = tmp_path / "v.yaml"
+    values.write_text("handlers:\n  job:\n    maxJobRuntimeSeconds: 3600\n")
+    jh = [sys.executable, "-m", "generator.cli"]
+    ok = subprocess.run(jh + ["check", str(values), "--platform", "aws-spot"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "warning JH021" in ok.stdout and "120 s" in ok.stdout, ok.stdout + ok.stderr
+    bad = subprocess.run(jh + ["check", str(values), "--platform", "karpenter"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "karpenter" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,5 +1,6 @@
 #!/bin/sh
-# pgbouncer on 127.0.0.1:$LISTEN_PORT in front of $UPSTREAM_HOST:$UPSTREAM_PORT, for the
+# pgbouncer on $LISTEN_ADDR:$LISTEN_PORT (default 0.0.0.0:6432: the kubelet's tcpSocket probe
+# dials the pod IP; clients still need the SCRAM password) in front of $UPSTREAM_HOST:$UPSTREAM_PORT, for the
 # one user and password of $DATABASE_URL (postgresql://user:password@host:port/db; the
 # host part is where the application connects, i.e. this proxy). Session pooling, so
 # advisory locks (migrations) keep their meaning. Config goes to $PGBOUNCER_DIR (a tmp
@@ -20,7 +21,7 @@ cat > "$dir/pgbouncer.ini" <<INI
 * = host=$UPSTREAM_HOST port=${UPSTREAM_PORT:-5432}
 
 [pgbouncer]
-listen_addr = 127.0.0.1
+listen_addr = ${LISTEN_ADDR:-0.0.0.0}
 listen_port = ${LISTEN_PORT:-6432}
 unix_socket_dir =
 auth_type = scram-sha-256
@@ -32,5 +33,5 @@ ignore_startup_parameters = extra_float_digits,options
 log_connections = 0
 log_disconnections = 0
 INI
-echo "pgbouncer: 127.0.0.1:${LISTEN_PORT:-6432} -> $UPSTREAM_HOST:${UPSTREAM_PORT:-5432} as $user"
+echo "pgbouncer: ${LISTEN_ADDR:-0.0.0.0}:${LISTEN_PORT:-6432} -> $UPSTREAM_HOST:${UPSTREAM_PORT:-5432} as $user"
 exec pgbouncer "$dir/pgbouncer.ini"
