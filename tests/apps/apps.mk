@@ -3,15 +3,18 @@ APPS_DIR := $(ROOT)/tests/apps
 PROCRASTINATE_DIR := $(APPS_DIR)/procrastinate
 PROCRASTINATE_VENV := $(PROCRASTINATE_DIR)/.venv
 
-.PHONY: app-images procrastinate-image pgbouncer-image app-venv test-apps
+.PHONY: app-images procrastinate-image pgbouncer-image noshell-image app-venv test-apps
 
-app-images: procrastinate-image pgbouncer-image ## build the test app images (jobhandlers/procrastinate:1, :2); ~1 s when up to date
+app-images: procrastinate-image pgbouncer-image noshell-image ## build the test app images (jobhandlers/procrastinate:1, :2); ~1 s when up to date
 
 procrastinate-image: venv docker-up
 	@t0=$$SECONDS; PY=$(PY) $(PROCRASTINATE_DIR)/build-image.sh; echo "procrastinate-image: $$((SECONDS - t0)) s"
 
 pgbouncer-image: docker-up ## jobhandlers/pgbouncer:1 (Debian's pgbouncer): the database proxy sidecar of the pod-shape scenarios
 	@t0=$$SECONDS; $(APPS_DIR)/pgbouncer/build-image.sh; echo "pgbouncer-image: $$((SECONDS - t0)) s"
+
+noshell-image: venv docker-up ## jobhandlers/workload-noshell:1: the reference workload with no shell and no sleep binary
+	@t0=$$SECONDS; PY=$(PY) $(APPS_DIR)/noshell/build-image.sh; echo "noshell-image: $$((SECONDS - t0)) s"
 
 # `make image` also builds the app images: a warm run only compares an inputs label.
 image: app-images
