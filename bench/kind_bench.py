@@ -5,9 +5,11 @@ Per variant (fresh namespace, database and release each):
   * helm install with a 20 s migration -> seconds until every handler is Ready, restarts;
   * a rolling restart of the job role while 30 jobs of 10-60 s run -> jobs lost, reruns,
     forced exits;
-  * SIGTERM -> exit of an idle and of a busy job handler (from the workload's own log lines).
+  * SIGTERM -> exit of an idle and of a busy job handler (from the workload's own log lines);
+  * `kubectl drain` of a worker while its job handler runs jobs of 10-60 s (multi-node
+    clusters): drain duration, jobs lost, reruns, SIGKILLed handlers.
 The naive variant is the chart with the startup gating off (no hook, no init container, no
-startupProbe) and the Kubernetes-default shutdown (grace 30 s, no preStop, no buffer).
+startupProbe) and the Kubernetes-default shutdown (grace 30 s, no preStop, no buffer, no PDB).
 Prints a table, writes bench-results/kind-bench.json and bench-results/kind-readiness.png.
 Exit 0 when measured (goals are reported, not enforced); 2 when the cluster is unusable.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kind" / "scenarios"))
 
+from jhkind import nodes  # noqa: E402
 from jhkind import postgres as pg_mod  # noqa: E402
 from jhkind import setup  # noqa: E402
 from jhkind.cluster import RESTRICTED_LABELS, Kube, parse_time  # noqa: E402
@@ -56,7 +59,8 @@ def variant_values(name: str) -> dict:
     job["maxJobRuntimeSeconds"] = 30  # grace = 30 s, the Kubernetes default
     return {"waitForMigrations": {"enabled": False}, "startupProbe": {"enabled": False},
             "migration": {"useHelmHooks": False, "extraArgs": ["--slow", str(MIGRATION_SECONDS)]},
-            "drain": {"bufferSeconds": 0, "preStopSeconds": 0}, "handlers": {"job": job}}
+            "drain": {"bufferSeconds": 0, "preStopSeconds": 0},
+            "handlers": {"job": {**job, "pdb": {"enabled": False}}, "web": {"pdb": {"enabled": False}}}}
 
 
 def _sigterm_to_exit(sc: Scenario, pod: str) -> dict:
@@ -76,6 +80,36 @@ def _sigterm_to_exit(sc: Scenario, pod: str) -> dict:
         out["delete_to_exit_s"] = round(exit_ev["ts"] - t_delete, 3)
         if finished:
             out["last_job_to_exit_s"] = round(exit_ev["ts"] - max(finished), 3)
+    return out
+
+
+def _node_drain(sc: Scenario, client, p: Progress) -> dict:  # noqa: ANN001 - jhkind Client
+    """Drain the worker of one job handler while it runs jobs; the node is uncordoned after."""
+    wait_until(lambda: sc.db.states()["running"] == 0, 180, "no job running")
+    sc.wait_handlers_ready(60)
+    rng = random.Random(11)
+    durations = [round(rng.uniform(JOB_MIN, JOB_MAX), 1) for _ in range(REPLICAS * CONCURRENCY)]
+    ids = client.submit([{"kind": "sleep", "duration": d} for d in durations])
+    wait_until(lambda: sc.db.states()["running"] >= len(durations) // 2, 60, "jobs to run")
+    pods = sc.handler_pods("job")
+    node = nodes.placement(pods).most_common(1)[0][0]
+    evicted = {pod["metadata"]["uid"] for pod in pods if pod["spec"].get("nodeName") == node}
+    try:
+        res = nodes.drain(sc.kube, node, f"app.kubernetes.io/instance={sc.release}", sc.grace("job") * 3 + 120)
+    finally:
+        nodes.uncordon(sc.kube, node)
+    try:
+        wait_until(lambda: sc.db.report(ids)["done"] == len(ids), 300, "all jobs done", interval=2)
+    except WaitTimeout:
+        pass  # counted as lost below
+    report = sc.db.report(ids)
+    last = sc.timeline.last_pods()
+    exits = [st["state"]["terminated"]["exitCode"] for uid in evicted for st in
+             (last[uid].get("status") or {}).get("containerStatuses") or [] if (st.get("state") or {}).get("terminated")]
+    out = {"node": node, "drain_rc": res.rc, "drain_s": round(res.seconds, 1), "pdb_refusals": res.pdb_refusals,
+           "longest_job_s": max(durations), "jobs_lost": report["lost"], "jobs_rerun": report["reruns"],
+           "evicted_exit_codes": exits, "sigkills": sum(1 for c in exits if c == 137)}
+    p.note(f"node drain: {out}")
     return out
 
 
@@ -139,6 +173,9 @@ def run_variant(name: str, kube: Kube, helm: Helm, pg: pg_mod.Postgres, workdir:
             wait_until(lambda: any(a.pod == victim and a.outcome is None for a in sc.db.attempts(busy_ids)), 30,
                        f"{victim} to run a job")
             result["busy"] = _sigterm_to_exit(sc, victim)
+        if len(nodes.workers(kube)) >= 2:
+            with p.phase("kubectl drain of a worker with jobs in flight"):
+                result["node_drain"] = _node_drain(sc, client, p)
         failed = False
         return result
     finally:
@@ -146,6 +183,9 @@ def run_variant(name: str, kube: Kube, helm: Helm, pg: pg_mod.Postgres, workdir:
 
 
 def table(results: list[dict]) -> str:
+    for r in results:  # flatten the node-drain numbers into the table's keys
+        for key, value in (r.get("node_drain") or {}).items():
+            r[f"drain_{key}"] = value
     rows = [
         ("install -> all handlers Ready (s)", "install_to_ready_s", "<= migration + 10"),
         ("migration Job (s)", "migration_s", ""),
@@ -159,6 +199,11 @@ def table(results: list[dict]) -> str:
         ("idle delete -> exit, incl. preStop (s)", ("idle", "delete_to_exit_s"), ""),
         ("busy SIGTERM -> exit (s)", ("busy", "sigterm_to_exit_s"), ""),
         ("busy: last job end -> exit (s)", ("busy", "last_job_to_exit_s"), "<= 1"),
+        ("node drain: kubectl drain duration (s)", "drain_drain_s", "<= longest job + buffer"),
+        ("node drain: jobs lost", "drain_jobs_lost", "0"),
+        ("node drain: jobs rerun", "drain_jobs_rerun", ""),
+        ("node drain: SIGKILLed handlers", "drain_sigkills", "0"),
+        ("node drain: longest job in flight (s)", "drain_longest_job_s", ""),
     ]
     names = [r["variant"] for r in results]
     lines = [f"| metric | {' | '.join(names)} | goal |", "|---" * (len(names) + 2) + "|"]

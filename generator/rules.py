@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH021: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH022: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -505,7 +505,24 @@ def _jh021(ctx: Context) -> Iterator[Hit]:
                            "disrupted while it runs), or " if platform.name in ("cluster-autoscaler", "karpenter")
                            else "") +
                           f"keep jobs of role {role} under about {max(1, limit - grace.buffer - grace.pre_stop)} s "
-                          "(checkpoint or split them), or raise the platform's limit where it is configurable")
+                          "(checkpoint or split them), run the role on a dedicated node pool that the platform does "
+                          "not drain, or raise the platform's limit where it is configurable")
+
+
+def _jh022(ctx: Context) -> Iterator[Hit]:
+    if ctx.get("migration.onRollback", "none") != "downgrade":
+        return
+    if not ctx.get("commands.downgrade"):
+        yield Hit([_p("migration.onRollback"), _p("commands.downgrade")],
+                  "migration.onRollback=downgrade without commands.downgrade: the pre-rollback hook has nothing "
+                  "to run (the chart refuses to render it)",
+                  "set commands.downgrade to the app's downgrade command (it runs in the image being rolled back "
+                  "to and must undo the revisions above that image's head)")
+    if not ctx.hook_mode():
+        yield Hit([_p("migration.onRollback"), _p("migration.useHelmHooks")],
+                  "migration.onRollback=downgrade needs migration.useHelmHooks=true: only helm runs pre-rollback "
+                  "hooks (a GitOps revert has no hook)",
+                  "set migration.useHelmHooks: true, or migration.onRollback: none with waitForMigrations.acceptAhead")
 
 
 RULES: tuple[Rule, ...] = (
@@ -591,6 +608,10 @@ RULES: tuple[Rule, ...] = (
          "platform's documented limit (cluster-autoscaler 600 s, GKE upgrade 3600 s, EKS upgrade 900 s, AKS "
          "upgrade 1800 s, Karpenter terminationGracePeriod, spot notices 15-120 s).",
          "Shorten or checkpoint the jobs, keep the role off those nodes, or raise the platform limit.", _jh021),
+    Rule("JH022", ERROR, "rollback downgrade that cannot run",
+         "migration.onRollback=downgrade without commands.downgrade, or without helm hooks "
+         "(migration.useHelmHooks=false).",
+         "Set commands.downgrade and keep hook mode, or use onRollback: none.", _jh022),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 

@@ -10,6 +10,7 @@ Included once, from templates/checks.yaml.
 {{- include "jobhandlers.checks.grace" . }}
 {{- include "jobhandlers.checks.startupProbe" . }}
 {{- include "jobhandlers.checks.multiplier" . }}
+{{- include "jobhandlers.checks.rollback" . }}
 {{- range $role, $spec := .Values.handlers }}
 {{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
@@ -100,5 +101,18 @@ Included once, from templates/checks.yaml.
 {{- $sp := .Values.startupProbe }}
 {{- if and $sp.enabled $sp.force (not $sp.featureGateEnabled) (not (include "jobhandlers.kubeAtLeast" (list . (toString $sp.minKubeVersion)))) }}
 {{- fail (printf "jobhandlers: startupProbe.force=true on Kubernetes %s (below startupProbe.minKubeVersion %s) without startupProbe.featureGateEnabled=true: there the StartupProbe feature gate is off by default and the API server silently drops the probe, so handlers would run with neither a startupProbe nor the liveness delay that replaces it. Fix: set startupProbe.featureGateEnabled=true only if you enabled the StartupProbe feature gate on this cluster; otherwise remove startupProbe.force (liveness then waits initialDelaySeconds = startupProbe.periodSeconds x failureThreshold)." .Capabilities.KubeVersion.Version (toString $sp.minKubeVersion)) }}
+{{- end }}
+{{- end }}
+
+
+{{/* migration.onRollback=downgrade needs the command and helm hooks. */}}
+{{- define "jobhandlers.checks.rollback" -}}
+{{- if eq (toString .Values.migration.onRollback) "downgrade" }}
+{{- if not .Values.commands.downgrade }}
+{{- fail "jobhandlers: migration.onRollback=downgrade without commands.downgrade: the pre-rollback hook would have nothing to run. Fix: set commands.downgrade to the app's downgrade command (it runs in the image being rolled back to and must undo the revisions above that image's head), or set migration.onRollback=none. (jobhandlers check: JH022)" }}
+{{- end }}
+{{- if not (and .Values.migration.enabled .Values.migration.useHelmHooks) }}
+{{- fail "jobhandlers: migration.onRollback=downgrade needs migration.enabled=true and migration.useHelmHooks=true: only helm runs pre-rollback hooks. Fix: use hook mode, or migration.onRollback=none (with waitForMigrations.acceptAhead=true for expand-only migrations). (jobhandlers check: JH022)" }}
+{{- end }}
 {{- end }}
 {{- end }}

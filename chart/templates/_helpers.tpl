@@ -132,7 +132,9 @@ DATABASE_URL
 {{/*
 A bounded retry loop: runs "$@" until it exits 0, printing its output on every
 try; after timeoutSeconds prints the hint and exits 1.
-Call with (dict "what" "wait-for-migrations" "timeout" N "interval" N "hint" "...").
+Call with (dict "what" "wait-for-migrations" "timeout" N "interval" N "hint" "..." ["ahead" "accept"|"fail"]).
+ahead: what exit 4 ("schema ahead of this image") means: accept = pass with a warning,
+fail = fail at once with the fixes (no waiting out the timeout), unset = retry like any failure.
 The loop is a POSIX sh script; the command comes as positional arguments.
 */}}
 {{- define "jobhandlers.retryLoop" -}}
@@ -146,6 +148,17 @@ while :; do
     echo "$what: try $try after ${elapsed}s: ok${out:+: $out}"
     exit 0
   fi
+  {{- if eq (toString .ahead) "accept" }}
+  if [ "$rc" -eq 4 ]; then
+    echo "$what: WARNING: the schema is ahead of this image (${out:-exit 4}); accepted: waitForMigrations.acceptAhead=true (the newer revisions must be expand-only)"
+    exit 0
+  fi
+  {{- else if eq (toString .ahead) "fail" }}
+  if [ "$rc" -eq 4 ]; then
+    echo "$what: schema is ahead of this image (${out:-exit 4}): roll forward (deploy the newer image), or downgrade with migration.onRollback=downgrade and commands.downgrade; set waitForMigrations.acceptAhead=true only if the newer revisions are expand-only" >&2
+    exit 1
+  fi
+  {{- end }}
   echo "$what: try $try after ${elapsed}s: '$*' exited $rc${out:+: $out}"
   if [ "$elapsed" -ge "$timeout" ]; then
     echo "$what: TIMEOUT: still failing after ${elapsed}s (limit ${timeout}s, last exit $rc). {{ .hint }}" >&2

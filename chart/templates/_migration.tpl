@@ -28,9 +28,15 @@ wait-for-database: commands.databaseCheck), then runs commands.migrate.
 {{- sub (int64 .Values.migration.hookWeight) 1 }}
 {{- end }}
 
+{{/* The hook phases of the migration prerequisites: pre-rollback too when the
+downgrade hook (migration.onRollback=downgrade) needs them. */}}
+{{- define "jobhandlers.migration.prerequisitePhases" -}}
+pre-install,pre-upgrade{{ if eq (toString .Values.migration.onRollback) "downgrade" }},pre-rollback{{ end }}
+{{- end }}
+
 {{/* Annotations of a migration prerequisite rendered as a hook (hook mode only). */}}
 {{- define "jobhandlers.migration.prerequisiteHookAnnotations" -}}
-helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook: {{ include "jobhandlers.migration.prerequisitePhases" . }}
 helm.sh/hook-weight: {{ include "jobhandlers.migration.prerequisiteWeight" . | quote }}
 helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
@@ -138,12 +144,12 @@ template:
       {{- end }}
     {{- end }}
     containers:
-      - name: migrate
+      - name: {{ .jhContainer | default "migrate" }}
         image: {{ include "jobhandlers.image" . }}
         imagePullPolicy: {{ .Values.image.pullPolicy }}
         command:
-          {{- toYaml .Values.commands.migrate | nindent 10 }}
-        {{- with $m.extraArgs }}
+          {{- toYaml (.jhCommand | default .Values.commands.migrate) | nindent 10 }}
+        {{- with (ternary list $m.extraArgs (hasKey . "jhCommand")) }}
         args:
           {{- toYaml . | nindent 10 }}
         {{- end }}

@@ -259,4 +259,14 @@ nodeLossTolerationSeconds unless it tolerates those keys itself (YAML list or ""
 - name: HEARTBEAT_INTERVAL_SECONDS
   value: {{ int64 $root.Values.heartbeat.intervalSeconds | quote }}
 {{ include "jobhandlers.drain.env" . }}
+{{- include "jobhandlers.acceptAheadEnv" $root }}
+{{- end }}
+
+{{/* waitForMigrations.acceptAhead: tell the app too (JOBHANDLERS_SCHEMA_ACCEPT_AHEAD=1), so a
+handler that refuses a foreign schema accepts a newer, expand-only one. */}}
+{{- define "jobhandlers.acceptAheadEnv" -}}
+{{- if eq (toString .Values.waitForMigrations.acceptAhead) "true" }}
+- name: JOBHANDLERS_SCHEMA_ACCEPT_AHEAD
+  value: "1"
+{{- end }}
 {{- end }}

@@ -32,12 +32,12 @@ for images without a shell: it must exit 0 at the revision, non-zero on timeout.
     - sh
     - -c
     - |-
-      {{- include "jobhandlers.retryLoop" (dict "what" "wait-for-migrations" "timeout" $w.timeoutSeconds "interval" $w.intervalSeconds "hint" $hint) | nindent 6 }}
+      {{- include "jobhandlers.retryLoop" (dict "what" "wait-for-migrations" "timeout" $w.timeoutSeconds "interval" $w.intervalSeconds "hint" $hint "ahead" (ternary "accept" "fail" (eq (toString $w.acceptAhead) "true"))) | nindent 6 }}
     - wait-for-migrations
   args:
     {{- toYaml $root.Values.commands.schemaCheck | nindent 4 }}
   {{- end }}
-  {{- $env := printf "%s\n- name: JOBHANDLERS_ROLE\n  value: %s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s" (include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root))) ($role | quote) (int64 $w.timeoutSeconds | toString | quote) }}
+  {{- $env := printf "%s\n- name: JOBHANDLERS_ROLE\n  value: %s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s%s" (include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root))) ($role | quote) (int64 $w.timeoutSeconds | toString | quote) (include "jobhandlers.acceptAheadEnv" $root) }}
   {{- include "jobhandlers.pod.envBlock" (list $root $role $env) | nindent 2 }}
   securityContext:
     {{- include "jobhandlers.containerSecurityContext" (list $root $role) | nindent 4 }}

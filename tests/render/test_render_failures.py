@@ -79,3 +79,20 @@ def test_schema_rejects(overrides, path):
     msg = fail_message(overrides=overrides)
     assert "values don't meet the specifications of the schema" in msg
     assert path in msg, msg
+
+
+def test_rollback_downgrade_hook_and_its_prerequisites():
+    over = {"migration": {"onRollback": "downgrade"}, "commands": {"downgrade": ["workload", "downgrade"]}}
+    objs = helm.render(overrides=over)
+    (down,) = [j for j in helm.by_kind(objs, "Job") if j["metadata"]["name"].endswith("-downgrade")]
+    assert down["metadata"]["annotations"]["helm.sh/hook"] == "pre-rollback"
+    (c,) = down["spec"]["template"]["spec"]["containers"]
+    assert c["name"] == "downgrade" and c["command"] == ["workload", "downgrade"] and "args" not in c
+    for kind in ("ServiceAccount", "Secret"):
+        hooks = [o for o in helm.by_kind(objs, kind) if "helm.sh/hook" in (o["metadata"].get("annotations") or {})]
+        assert hooks and all("pre-rollback" in o["metadata"]["annotations"]["helm.sh/hook"] for o in hooks), kind
+    assert "downgrade" not in str([j["metadata"]["name"] for j in helm.by_kind(helm.render(), "Job")])
+    msg = fail_message(overrides={"migration": {"onRollback": "downgrade"}})
+    assert "without commands.downgrade" in msg and "JH022" in msg
+    msg = fail_message(overrides={**over, "migration": {"onRollback": "downgrade", "useHelmHooks": False}})
+    assert "only helm runs pre-rollback hooks" in msg

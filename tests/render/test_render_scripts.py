@@ -129,3 +129,29 @@ def test_entrypoint_execs_the_role_command(state, probes):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert int(out) == proc.pid  # the container's first process *is* the role's command
+
+
+def ahead_container(tmp_path: Path, accept: bool) -> list[str]:
+    """wait-for-migrations against a schema check that always says 'ahead' (exit 4)."""
+    check = ["sh", "-c", "echo 'database schema at revision 4, ahead of this image head 3'; exit 4"]
+    objs = helm.render(overrides={"commands": {"schemaCheck": check},
+                                  "waitForMigrations": {"timeoutSeconds": 60, "intervalSeconds": 1, "acceptAhead": accept}})
+    spec = web(objs)
+    (init,) = spec["initContainers"]
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert (env.get("JOBHANDLERS_SCHEMA_ACCEPT_AHEAD") == "1") == accept
+    return init["command"] + init["args"]
+
+
+def test_schema_ahead_fails_at_once_with_the_fixes(tmp_path):
+    t0 = time.monotonic()
+    proc = run(ahead_container(tmp_path, accept=False))
+    assert proc.returncode == 1 and time.monotonic() - t0 < 5, "ahead must not wait out the 60 s timeout"
+    assert "schema is ahead of this image" in proc.stderr and "revision 4" in proc.stderr
+    assert "roll forward" in proc.stderr and "migration.onRollback=downgrade" in proc.stderr
+
+
+def test_schema_ahead_accepted_with_a_warning(tmp_path):
+    proc = run(ahead_container(tmp_path, accept=True))
+    assert proc.returncode == 0
+    assert "WARNING: the schema is ahead of this image" in proc.stdout and "revision 4" in proc.stdout

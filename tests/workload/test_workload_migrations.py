@@ -158,3 +158,27 @@ def test_unusable_configuration_exits_2_with_the_fix(cli: Any, dburl: str) -> No
     assert bad_number.returncode == 2 and "WORKLOAD_LEASE_SECONDS='soon' is not a number" in bad_number.stderr
     for r in (no_url, bad_version, bad_number):
         assert "Traceback" not in r.stderr
+
+
+def test_v1_downgrades_what_v2_applied_and_is_back_at_its_head(dburl: str, cli: Any) -> None:
+    """v2 records revision 4 with its down SQL; the v1 image (which does not know revision 4's
+    code) undoes it from the stored SQL: the pre-rollback hook's job."""
+    assert cli(dburl, "migrate", version=1).returncode == 0
+    v1_schema = fingerprint(dburl)
+    assert cli(dburl, "migrate", version=2).returncode == 0 and revision(dburl) == 4
+    assert cli(dburl, "db", "check", version=1).returncode == 4  # ahead of v1
+    down = cli(dburl, "downgrade", version=1)
+    assert down.returncode == 0, down.stderr
+    assert "schema revision 4 -> 3" in down.stdout
+    assert revision(dburl) == 3 and fingerprint(dburl) == v1_schema
+    assert cli(dburl, "db", "check", version=1).returncode == 0
+    again = cli(dburl, "downgrade", version=1)
+    assert again.returncode == 0 and "schema revision 3 -> 3" in again.stdout
+
+
+def test_v1_handler_accepts_an_expand_only_schema_only_when_told(dburl: str, cli: Any) -> None:
+    from workload import db as wdb
+    assert cli(dburl, "migrate", version=2).returncode == 0
+    assert not migrations.compatible_ahead(4, 4 - 2)  # revision 3 is not expand-only
+    assert migrations.compatible_ahead(4, 3)
+    assert wdb.AHEAD == 4

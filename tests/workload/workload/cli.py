@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="sleep before the last pending migration (default $WORKLOAD_MIGRATE_SLOW or 0)")
     mig.add_argument("--fail", action="store_true",
                      help="make the last pending migration fail and roll back (also $WORKLOAD_MIGRATE_FAIL=1)")
+    sub.add_parser("downgrade", help="undo every applied revision above this image's head (their stored down SQL)")
     dbp = sub.add_parser("db", help="database checks")
     dbsub = dbp.add_subparsers(dest="db_command", required=True, metavar="CHECK")
     dbsub.add_parser("check", help="exit 0 iff the schema is at this image's head (3 behind, 4 ahead, 5 unreachable)")
@@ -83,6 +84,19 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         log.error(str(exc))
         return exc.code
     log.event("migrate_done", revision=reached, exit_code=0)
+    return db.OK
+
+
+def cmd_downgrade(_args: argparse.Namespace) -> int:
+    url, version = database_url(), image_version()
+    target = migrations.head(version)
+    log.bind(role="downgrade")
+    try:
+        before, after = migrations.downgrade(url, target)
+    except migrations.MigrationError as exc:
+        log.error(str(exc))
+        return exc.code
+    print(f"schema revision {before} -> {after} (this image's head {target})")
     return db.OK
 
 
@@ -173,7 +187,7 @@ def cmd_counts(_args: argparse.Namespace) -> int:
     return db.OK
 
 
-COMMANDS = {"migrate": cmd_migrate, "db": cmd_db, "web": cmd_role, "job": cmd_role, "workflow": cmd_role,
+COMMANDS = {"migrate": cmd_migrate, "downgrade": cmd_downgrade, "db": cmd_db, "web": cmd_role, "job": cmd_role, "workflow": cmd_role,
             "drain": cmd_drain, "undrain": cmd_drain, "submit": cmd_submit, "counts": cmd_counts}
 
 

@@ -70,6 +70,11 @@ class Loop:
             code, message = db.UNREACHABLE, f"database unreachable: {exc}"
         else:
             code, message = migrations.describe(current, target)
+        if code == db.AHEAD and os.environ.get("JOBHANDLERS_SCHEMA_ACCEPT_AHEAD", "") == "1" \
+                and migrations.compatible_ahead(current, target):
+            log.event("schema_ahead_accepted", level="warning", message=message)
+            log.error(f"{self.role}: warning: {message}; accepted (expand-only, JOBHANDLERS_SCHEMA_ACCEPT_AHEAD=1)")
+            return db.OK
         if code != db.OK:
             log.event("schema_mismatch", level="error", message=message, exit_code=code)
             log.error(f"{self.role}: refusing to start: {message}")

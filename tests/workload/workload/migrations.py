@@ -3,6 +3,9 @@
 Each migration runs in its own transaction together with the row that records it in
 `workload_schema_version`, so the recorded revision and the schema never disagree.
 The image version (WORKLOAD_VERSION) selects the head: v1 stops at revision 3, v2 adds 4.
+Revision 4 is expand-only (a defaulted column and an index: v1 code works on it) and
+carries its `down` SQL, stored with its row when applied, so an older image can undo a
+revision it does not know (`workload downgrade`, the chart's pre-rollback hook).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ class Migration:
     revision: int
     name: str
     sql: str
+    down: str | None = None  # SQL that undoes it (stored in the version table when applied)
+    expand_only: bool = False  # older code keeps working on the schema with it applied
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -77,7 +82,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "job_priority", """
         ALTER TABLE jobs ADD COLUMN priority integer NOT NULL DEFAULT 0;
         CREATE INDEX jobs_open_priority ON jobs (priority DESC, id) WHERE state IN ('queued', 'running');
-    """),
+    """, down="""
+        DROP INDEX IF EXISTS jobs_open_priority;
+        ALTER TABLE jobs DROP COLUMN IF EXISTS priority;
+    """, expand_only=True),
 )
 
 # Schema head per image version.
@@ -90,6 +98,13 @@ class MigrationError(Exception):
     def __init__(self, message: str, code: int = db.FAILED) -> None:
         super().__init__(message)
         self.code = code
+
+
+def compatible_ahead(current: int, target: int) -> bool:
+    """Every revision above this image's head is one this code base knows as expand-only
+    (an older image accepts it only when the newer image recorded it so)."""
+    known = {m.revision: m for m in MIGRATIONS}
+    return all(known.get(r) is not None and known[r].expand_only for r in range(target + 1, current + 1))
 
 
 def head(version: int) -> int:
@@ -155,10 +170,7 @@ def _migrate_locked(conn: psycopg.Connection, target: int, slow: float, fail: bo
         conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
     log.event("migration_lock_acquired", lock=LOCK_KEY)
     try:
-        conn.execute(f"""CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
-                             revision   integer PRIMARY KEY,
-                             name       text NOT NULL,
-                             applied_at timestamptz NOT NULL DEFAULT now())""")
+        _ensure_version_table(conn)
         current = current_revision(conn)
         if current > target:
             raise MigrationError(describe(current, target)[1], db.AHEAD)
@@ -173,8 +185,8 @@ def _migrate_locked(conn: psycopg.Connection, target: int, slow: float, fail: bo
                 time.sleep(slow)
             with conn.transaction():
                 conn.execute(step.sql)
-                conn.execute(f"INSERT INTO {VERSION_TABLE} (revision, name) VALUES (%s, %s)",
-                             (step.revision, step.name))
+                conn.execute(f"INSERT INTO {VERSION_TABLE} (revision, name, down_sql) VALUES (%s, %s, %s)",
+                             (step.revision, step.name, step.down))
                 if last and fail:
                     raise MigrationError(f"migration {step.revision} ({step.name}) failed on purpose "
                                          "(WORKLOAD_MIGRATE_FAIL); rolled back")
@@ -183,3 +195,46 @@ def _migrate_locked(conn: psycopg.Connection, target: int, slow: float, fail: bo
     finally:
         if not conn.closed and not conn.broken:
             conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+
+
+def _ensure_version_table(conn: psycopg.Connection) -> None:
+    conn.execute(f"""CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (
+                         revision   integer PRIMARY KEY,
+                         name       text NOT NULL,
+                         applied_at timestamptz NOT NULL DEFAULT now())""")
+    conn.execute(f"ALTER TABLE {VERSION_TABLE} ADD COLUMN IF NOT EXISTS down_sql text")
+
+
+def downgrade(url: str, target: int, timeout: float = 5.0) -> tuple[int, int]:
+    """Undo every applied revision above `target`, newest first, with the down SQL stored
+    in its row (so an older image can undo what a newer one applied). Under the migration
+    lock; each step in its own transaction with the removal of its row.
+    Returns (revision before, revision after)."""
+    try:
+        conn = db.connect(url, timeout, app="workload-downgrade")
+    except db.Unreachable as exc:
+        raise MigrationError(f"database unreachable: {exc}", db.UNREACHABLE) from None
+    with conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
+        try:
+            before = current_revision(conn)
+            if before <= target:
+                log.event("downgrade_noop", revision=before, head=target)
+                return before, before
+            _ensure_version_table(conn)
+            rows = conn.execute(f"SELECT revision, name, down_sql FROM {VERSION_TABLE} WHERE revision > %s "
+                                "ORDER BY revision DESC", (target,)).fetchall()
+            for revision, name, down in rows:
+                if not down:
+                    raise MigrationError(f"revision {revision} ({name}) recorded no down SQL: it cannot be undone; "
+                                         "roll forward instead", db.FAILED)
+                with conn.transaction():
+                    conn.execute(down)
+                    conn.execute(f"DELETE FROM {VERSION_TABLE} WHERE revision = %s", (revision,))
+                log.event("downgrade_applied", revision=revision, name=name)
+            return before, current_revision(conn)
+        except psycopg.Error as exc:
+            raise MigrationError(f"downgrade failed: {exc}") from None
+        finally:
+            if not conn.closed and not conn.broken:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .helm import ROOT
@@ -78,6 +79,15 @@ def load_images(progress: Progress, name: str | None = None) -> list[str]:
     if name not in clusters:
         raise SetupError(f"kind cluster {name!r} not found (have: {clusters}); run `make kind-up`, or set "
                          "KIND_CLUSTER_NAME, or JH_SKIP_KIND_LOAD=1 for a cluster that already has the images")
-    with progress.phase(f"kind load {' '.join(IMAGES)}"):
-        _run([str(BIN / "kind"), "load", "docker-image", *IMAGES, "--name", name], "kind load")
+    nodes = _run([str(BIN / "kind"), "get", "nodes", "--name", name], "kind get nodes").split()
+    workers = sorted(n for n in nodes if "-worker" in n)
+    if not workers:  # the single-node layout: everything on the one node
+        plan = [(IMAGES, nodes)]
+    else:  # PostgreSQL runs on the control plane only, handlers (tainted away from it) on workers
+        plan = [([POSTGRES_IMAGE], [n for n in nodes if n not in workers]),
+                ([i for i in IMAGES if i != POSTGRES_IMAGE], workers)]
+    with progress.phase(f"kind load {' '.join(IMAGES)} ({len(nodes)} nodes, in parallel)"):
+        with ThreadPoolExecutor(max_workers=len(plan)) as pool:
+            list(pool.map(lambda job: _run([str(BIN / "kind"), "load", "docker-image", *job[0], "--name", name,
+                                            "--nodes", ",".join(job[1])], "kind load", timeout=1800), plan))
     return IMAGES

@@ -1,0 +1,58 @@
+"""Node operations of the multi-node scenarios and the benchmark: kubectl (drain, uncordon,
+scale) through tests/kind/scripts/kubectl.sh, the worker nodes, where a role's pods run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cluster import Kube
+
+KUBECTL = Path(__file__).resolve().parents[2] / "scripts" / "kubectl.sh"
+
+
+def kubectl(kube: Kube, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """kubectl against the scenario's cluster; never raises for a non-zero exit."""
+    return subprocess.run([str(KUBECTL), "--kubeconfig", kube.kubeconfig, *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def workers(kube: Kube) -> list[str]:
+    """The worker nodes (everything but the control plane), sorted."""
+    nodes = kube.core.list_node().items
+    return sorted(n.metadata.name for n in nodes
+                  if "node-role.kubernetes.io/control-plane" not in (n.metadata.labels or {}))
+
+
+def placement(pods: list[dict]) -> Counter:
+    """node name -> number of the given pods on it."""
+    return Counter(pod["spec"].get("nodeName") for pod in pods)
+
+
+@dataclass
+class Drain:
+    """The outcome of one `kubectl drain`."""
+
+    node: str
+    rc: int
+    seconds: float
+    pdb_refusals: int
+    output: str
+
+
+def drain(kube: Kube, node: str, selector: str, timeout_s: int) -> Drain:
+    """`kubectl drain` (eviction API, PDBs honoured) of the pods matching selector on node."""
+    t0 = time.monotonic()
+    res = kubectl(kube, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={timeout_s}s",
+                  "--pod-selector", selector, timeout=timeout_s + 60)
+    out = res.stdout + res.stderr
+    refusals = len(re.findall(r"violate the pod's disruption budget|Cannot evict pod", out))
+    return Drain(node, res.returncode, time.monotonic() - t0, refusals, out)
+
+
+def uncordon(kube: Kube, node: str) -> None:
+    kubectl(kube, "uncordon", node, timeout=60)
