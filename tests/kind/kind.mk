@@ -3,7 +3,7 @@
 # modules (tests/kind/node, tests/kind/build), cached under $(JH_CACHE).
 KIND_CLUSTER_NAME ?= jobhandlers
 KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v1.34
-KIND_WORKERS      ?= 0
+KIND_WORKERS      ?= 2
 KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
 JH_CACHE          ?= /var/cache/jobhandlers
 export KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
@@ -26,5 +26,13 @@ kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers rem
 test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
 
-test-kind: image kind-up venv ## every kind test (smoke + scenarios) on the live cluster
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind
+# Scenarios run KIND_JOBS at a time (they mostly wait on migrations and jobs); the node
+# scenarios (drain, node loss) take workers away, so they run alone, after the others.
+KIND_JOBS ?= 2
+NODE_SCENARIOS := tests/kind/scenarios/test_8_nodes.py
+test-kind: image kind-up venv ## every kind test (smoke, scenarios KIND_JOBS at a time, then the node scenarios alone)
+	@rm -f bench-results/kind-scenarios.json
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist load \
+	  tests/kind/scenarios --ignore $(NODE_SCENARIOS)
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v $(NODE_SCENARIOS)

@@ -193,7 +193,7 @@ def test_kind_down_leaves_no_containers(tmp_path: Path, kind_bin: str) -> None:
     """Bring up a second, throwaway cluster with kind-up, then `make kind-down` it."""
     name = "jh-smoke-down"
     env = dict(os.environ, KIND=kind_bin, KIND_CLUSTER_NAME=name,
-               KIND_KUBECONFIG=str(tmp_path / "kubeconfig"), KIND_READY_TIMEOUT="300")
+               KIND_KUBECONFIG=str(tmp_path / "kubeconfig"), KIND_READY_TIMEOUT="300", KIND_WORKERS="0")
     env.pop("KUBECONFIG", None)
     label = f"label=io.x-k8s.kind.cluster={name}"
 

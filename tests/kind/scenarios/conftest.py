@@ -4,7 +4,9 @@ images loaded into it, the external PostgreSQL, and one fresh Scenario per test
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import secrets
 import time
 from pathlib import Path
@@ -86,11 +88,19 @@ def scenario_summary() -> Iterator[dict]:
     """Per-scenario phase timings and facts, written to bench-results/kind-scenarios.json."""
     summary: dict = {}
     yield summary
-    if summary:
+    if summary:  # merged under a lock: parallel workers (make test-kind) each add theirs
         RESULTS.mkdir(exist_ok=True)
-        tmp = RESULTS / "kind-scenarios.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=2, default=str))
-        tmp.replace(RESULTS / "kind-scenarios.json")
+        with open(RESULTS / ".kind-scenarios.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            path = RESULTS / "kind-scenarios.json"
+            try:
+                merged = json.loads(path.read_text()) if path.is_file() else {}
+            except ValueError:
+                merged = {}
+            merged.update(summary)
+            tmp = RESULTS / f"kind-scenarios.json.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(merged, indent=2, default=str))
+            tmp.replace(path)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from jhkind.client import summarize
+from jhkind.cluster import parse_time
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
 
@@ -61,6 +62,10 @@ def test_4a_rollback_without_downgrade_fails_fast_and_v2_keeps_serving(scenario:
                     if s["name"] == "wait-for-migrations"]
         term = [s.get("lastState", {}).get("terminated") or s["state"].get("terminated") for s in statuses]
         assert any(t and t["exitCode"] == 1 for t in term), statuses
+        first = min(parse_time(tm["startedAt"]) for tm in term if tm)
+        ended = min(parse_time(tm["finishedAt"]) for tm in term if tm)
+        p.fact("ahead_detected_seconds", round(ended - first, 1))  # one check, not the 300 s wait
+        assert ended - first < 30
         p.note(f"{name}: wait-for-migrations: {log.strip().splitlines()[-1][:200]}")
     with p.phase("v2 pods kept serving: 0 failed requests, 0 restarts, schema still at 4"):
         s = summarize(client.requests(), t0, time.time())
@@ -69,7 +74,11 @@ def test_4a_rollback_without_downgrade_fails_fast_and_v2_keeps_serving(scenario:
         assert s["failed"] == 0, s["failures"]
         serving = [pod for pod in sc.handler_pods() if pod["spec"]["containers"][0]["image"].endswith(":2")]
         assert len(serving) >= 3, f"v2 pods gone: {sc.describe_pods()}"
-        assert sum(sc.handler_restarts().values()) == 0
+        restarts = sc.handler_restarts()
+        v2_restarts = {pod["metadata"]["name"]: restarts.get(pod["metadata"]["name"], 0) for pod in serving}
+        p.fact("v2_restarts", sum(v2_restarts.values()))
+        p.fact("v1_wait_retries", sum(restarts.values()) - sum(v2_restarts.values()))
+        assert sum(v2_restarts.values()) == 0, v2_restarts
         assert sc.db.schema_revision() == 4
 
 

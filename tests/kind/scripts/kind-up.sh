@@ -3,7 +3,7 @@
 # Offline path (KIND_OFFLINE=1, or no registry reachable): the node image is
 # built locally (build-node.sh), the default CNI is replaced by a static ptp
 # conflist per node plus routes between nodes. Online path: kind's stock image.
-# Env: KIND (kind binary), KIND_CLUSTER_NAME, KIND_WORKERS (default 0),
+# Env: KIND (kind binary), KIND_CLUSTER_NAME, KIND_WORKERS (default 2; 0 = one node),
 #      KIND_NODE_IMAGE, KIND_OFFLINE, KIND_KUBECONFIG, KIND_READY_TIMEOUT (s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +11,7 @@ kind_dir=$(cd "$here/.." && pwd)
 source "$kind_dir/../images/lib.sh"
 KIND=${KIND:-kind}
 name=${KIND_CLUSTER_NAME:-jobhandlers}
-workers=${KIND_WORKERS:-0}
+workers=${KIND_WORKERS:-2}
 kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v1.34}
 timeout=${KIND_READY_TIMEOUT:-300}
@@ -37,6 +37,15 @@ if "$KIND" get clusters 2>/dev/null | grep -qx "$name" && \
   log "cluster $name has stopped nodes (dockerd or host restarted?): recreating it"
   "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
   rm -f "$kubeconfig.delete"
+fi
+
+if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
+  have=$(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" --filter "label=io.x-k8s.kind.role=worker" | wc -l)
+  if [[ $have -ne $workers ]]; then
+    log "cluster $name has $have workers, KIND_WORKERS=$workers: recreating it"
+    "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
+    rm -f "$kubeconfig.delete"
+  fi
 fi
 
 if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then

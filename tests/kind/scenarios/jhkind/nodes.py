@@ -3,6 +3,7 @@ scale) through tests/kind/scripts/kubectl.sh, the worker nodes, where a role's p
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -56,3 +57,14 @@ def drain(kube: Kube, node: str, selector: str, timeout_s: int) -> Drain:
 
 def uncordon(kube: Kube, node: str) -> None:
     kubectl(kube, "uncordon", node, timeout=60)
+
+
+def restart_node(node: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Start a stopped node container again and re-run kind-up, which re-installs the static
+    CNI routes between the nodes (a restarted node comes back without its routes, and possibly
+    with a new IP the others do not route to)."""
+    subprocess.run(["docker", "start", node], capture_output=True, text=True, timeout=120, check=False)
+    root = Path(__file__).resolve().parents[4]
+    env = dict(os.environ, KIND=str(root / "bin" / "kind"))
+    return subprocess.run([str(KUBECTL.parent / "kind-up.sh")], env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)

@@ -3,6 +3,7 @@ the images inside it, the external PostgreSQL."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -86,7 +87,11 @@ def load_images(progress: Progress, name: str | None = None) -> list[str]:
     else:  # PostgreSQL runs on the control plane only, handlers (tainted away from it) on workers
         plan = [([POSTGRES_IMAGE], [n for n in nodes if n not in workers]),
                 ([i for i in IMAGES if i != POSTGRES_IMAGE], workers)]
-    with progress.phase(f"kind load {' '.join(IMAGES)} ({len(nodes)} nodes, in parallel)"):
+    lock_path = Path(os.environ.get("JH_CACHE", "/var/cache/jobhandlers")) / "locks" / f"kind-load-{name}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with progress.phase(f"kind load {' '.join(IMAGES)} ({len(nodes)} nodes, in parallel)"), \
+            open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one loads, the others find the images there
         with ThreadPoolExecutor(max_workers=len(plan)) as pool:
             list(pool.map(lambda job: _run([str(BIN / "kind"), "load", "docker-image", *job[0], "--name", name,
                                             "--nodes", ",".join(job[1])], "kind load", timeout=1800), plan))
