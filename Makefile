@@ -100,3 +100,4 @@ bench-kind: tools venv image kind-up ## gated vs naive chart on the kind cluster
 -include tests/workload/workload.mk
 -include tests/kind/kind.mk
 include tests/apps/apps.mk
+-include tests/oci/oci.mk
