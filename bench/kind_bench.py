@@ -10,7 +10,8 @@ Per variant (fresh namespace, database and release each):
     clusters): drain duration, jobs lost, reruns, SIGKILLed handlers.
 The naive variant is the chart with the startup gating off (no hook, no init container, no
 startupProbe) and the Kubernetes-default shutdown (grace 30 s, no preStop, no buffer, no PDB).
-Prints a table, writes bench-results/kind-bench.json and bench-results/kind-readiness.png.
+Prints a table, writes bench-results/kind-bench.json, kind-readiness.png and kind-drain.png,
+and copies the two plots to docs/ (committed, shown in the README).
 Exit 0 when measured (goals are reported, not enforced); 2 when the cluster is unusable.
 """
 
@@ -43,6 +44,7 @@ JOBS = 30
 JOB_MIN, JOB_MAX = 10, 60
 REPLICAS, CONCURRENCY = 2, 8
 OUT = ROOT / "bench-results"
+DOCS = ROOT / "docs"
 
 
 def _env(**kv: str) -> list[dict]:
@@ -81,6 +83,59 @@ def _sigterm_to_exit(sc: Scenario, pod: str) -> dict:
         if finished:
             out["last_job_to_exit_s"] = round(exit_ev["ts"] - max(finished), 3)
     return out
+
+
+class _Sampler:
+    """Jobs running and jobs done, once a second, from t0 on (the drain timeline)."""
+
+    def __init__(self, sc: Scenario, t0: float):
+        import threading
+        self.sc, self.t0, self.points = sc, t0, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "_Sampler":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                states = self.sc.db.states()
+                self.points.append((round(time.time() - self.t0, 1), states.get("running", 0), states.get("done", 0)))
+            except Exception:  # noqa: BLE001 - a missed sample is no result
+                pass
+            self._stop.wait(1.0)
+
+    def stop(self) -> list[tuple[float, int, int]]:
+        self._stop.set()
+        self._thread.join(5)
+        return self.points
+
+
+def plot_drain(results: list[dict], path: Path) -> None:
+    """Jobs in flight and jobs done over time during the rolling restart, per variant."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for r, color in zip(results, ("tab:green", "tab:red")):
+        pts = r.get("drain_series") or []
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, linewidth=2,
+                label=f"{r['variant']}: jobs running (grace {r['job_grace_s']} s)")
+        ax.plot([p[0] for p in pts], [p[2] for p in pts], color=color, linestyle="--", linewidth=1,
+                label=f"{r['variant']}: jobs done (lost {r['jobs_lost']}, rerun {r['jobs_rerun']})")
+    ax.set_xlabel("seconds since kubectl rollout restart of the job role")
+    ax.set_ylabel("jobs")
+    ax.set_title(f"Drain timeline: rolling restart with {JOBS} jobs of {JOB_MIN}-{JOB_MAX} s in flight")
+    ax.legend(loc="center right", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    tmp.replace(path)
 
 
 def _node_drain(sc: Scenario, client, p: Progress) -> dict:  # noqa: ANN001 - jhkind Client
@@ -149,6 +204,7 @@ def run_variant(name: str, kube: Kube, helm: Helm, pg: pg_mod.Postgres, workdir:
             wait_until(lambda: sc.db.states()["running"] >= min(JOBS, REPLICAS * CONCURRENCY) // 2, 60, "jobs to run")
             old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
             t_restart = time.time()
+            sampler = _Sampler(sc, t_restart).start()
             sc.restart_role("job")
             sc.wait_rollout("job", set(old), timeout=sc.grace("job") + 120)
             rollout_s = time.time() - t_restart
@@ -157,6 +213,7 @@ def run_variant(name: str, kube: Kube, helm: Helm, pg: pg_mod.Postgres, workdir:
             except WaitTimeout:
                 pass  # counted as lost below
             report = sc.db.report(ids)
+            result["drain_series"] = sampler.stop()
             last = sc.timeline.last_pods()
             exits = [st["state"]["terminated"]["exitCode"] for uid in old for st in
                      (last[uid].get("status") or {}).get("containerStatuses") or [] if (st.get("state") or {}).get("terminated")]
@@ -288,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     tmp_json.write_text(json.dumps(doc, indent=2))
     tmp_json.replace(args.out / "kind-bench.json")
     plot(results, args.out / "kind-readiness.png")
+    plot_drain(results, args.out / "kind-drain.png")
+    DOCS.mkdir(exist_ok=True)  # the committed copies the README shows
+    for name in ("kind-readiness.png", "kind-drain.png"):
+        shutil.copyfile(args.out / name, DOCS / name)
     print()
     print(table(results))
     print(f"\nwritten: {args.out / 'kind-bench.json'}, {args.out / 'kind-readiness.png'}")
