@@ -90,6 +90,10 @@ class _Sampler:
 
     def __init__(self, sc: Scenario, t0: float):
         import threading
+
+        from jhkind.jobs import JobsDb
+        # its own API client: the kubernetes client's exec stream is not thread-safe
+        self.db = JobsDb(pg_mod.Postgres(Kube(sc.kube.kubeconfig)), sc.database)
         self.sc, self.t0, self.points = sc, t0, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -101,7 +105,7 @@ class _Sampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                states = self.sc.db.states()
+                states = self.db.states()
                 self.points.append((round(time.time() - self.t0, 1), states.get("running", 0), states.get("done", 0)))
             except Exception:  # noqa: BLE001 - a missed sample is no result
                 pass
