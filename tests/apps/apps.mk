@@ -2,6 +2,8 @@
 APPS_DIR := $(ROOT)/tests/apps
 PROCRASTINATE_DIR := $(APPS_DIR)/procrastinate
 PROCRASTINATE_VENV := $(PROCRASTINATE_DIR)/.venv
+CHANCY_DIR := $(APPS_DIR)/chancy
+CHANCY_VENV := $(CHANCY_DIR)/.venv
 
 .PHONY: app-images procrastinate-image pgbouncer-image noshell-image app-venv test-apps
 
@@ -9,6 +11,9 @@ app-images: procrastinate-image pgbouncer-image noshell-image ## build the test 
 
 procrastinate-image: venv docker-up
 	@t0=$$SECONDS; PY=$(PY) $(PROCRASTINATE_DIR)/build-image.sh; echo "procrastinate-image: $$((SECONDS - t0)) s"
+
+chancy-image: venv docker-up
+	@t0=$$SECONDS; PY=$(PY) $(CHANCY_DIR)/build-image.sh; echo "chancy-image: $$((SECONDS - t0)) s"
 
 pgbouncer-image: docker-up ## jobhandlers/pgbouncer:1 (Debian's pgbouncer): the database proxy sidecar of the pod-shape scenarios
 	@t0=$$SECONDS; $(APPS_DIR)/pgbouncer/build-image.sh; echo "pgbouncer-image: $$((SECONDS - t0)) s"
@@ -19,12 +24,18 @@ noshell-image: venv docker-up ## jobhandlers/workload-noshell:1: the reference w
 # `make image` also builds the app images: a warm run only compares an inputs label.
 image: app-images
 
-app-venv: $(PROCRASTINATE_VENV)/.installed ## host venv of the procrastinate app (pinned requirements.txt)
+app-venv: $(PROCRASTINATE_VENV)/.installed $(CHANCY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt)
 
 $(PROCRASTINATE_VENV)/.installed: $(PROCRASTINATE_DIR)/requirements.txt
 	test -x $(PROCRASTINATE_VENV)/bin/python || python3 -m venv $(PROCRASTINATE_VENV)
 	$(PROCRASTINATE_VENV)/bin/pip install -q --no-deps -r $<
 	$(PROCRASTINATE_VENV)/bin/pip check
+	@touch $@
+
+$(CHANCY_VENV)/.installed: $(CHANCY_DIR)/requirements.txt
+	test -x $(CHANCY_VENV)/bin/python || python3 -m venv $(CHANCY_VENV)
+	$(CHANCY_VENV)/bin/pip install -q --no-deps -r $<
+	$(CHANCY_VENV)/bin/pip check
 	@touch $@
 
 # `make test` collects tests/apps too, so it needs the app venv (a missing one fails the tests).

@@ -82,5 +82,8 @@ def test_every_default_key_is_in_the_schema():
 @pytest.mark.parametrize("example", helm.examples(), ids=lambda p: p.stem)
 def test_examples_are_commented(example):
     lines = example.read_text().splitlines()
-    assert lines[0].startswith(f"# {example.name}")
+    # line 1: the editor modeline (completion and validation from the chart schema), then the title
+    assert lines[0] == "# yaml-language-server: $schema=../chart/values.schema.json"
+    assert (example.parent / lines[0].split("$schema=", 1)[1]).resolve() == helm.CHART_DIR / "values.schema.json"
+    assert lines[1].startswith(f"# {example.name}")
     assert sum(1 for line in lines if line.lstrip().startswith("#")) >= 5
