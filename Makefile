@@ -7,6 +7,7 @@ BIN         := $(ROOT)/bin
 HELM        := $(BIN)/helm
 HELM3       := $(BIN)/helm3
 KIND        := $(BIN)/kind
+HELM_DOCS   := $(BIN)/helm-docs
 VENV        := $(ROOT)/.venv
 PY          := $(VENV)/bin/python
 JH          := $(VENV)/bin/jobhandlers
@@ -17,6 +18,9 @@ export JOBHANDLERS_HELM3 := $(HELM3)
 HELM_VERSION  := v4.3.2
 HELM3_VERSION := v3.21.4
 KIND_VERSION  := v0.33.0
+# make test runs pytest on this many workers (tests sharing an expensive fixture share a worker)
+PYTEST_JOBS ?= 2
+HELM_DOCS_VERSION := v1.14.2
 
 .PHONY: help
 help: ## list the targets
@@ -24,7 +28,7 @@ help: ## list the targets
 
 # ---- tools: pinned helm 4, helm 3 and kind, built from their Go modules ----
 .PHONY: tools
-tools: $(HELM) $(HELM3) $(KIND) ## build pinned helm, helm3 and kind into bin/
+tools: $(HELM) $(HELM3) $(KIND) $(HELM_DOCS) ## build pinned helm, helm3, kind and helm-docs into bin/
 
 $(BIN)/.helm-$(HELM_VERSION):
 	@mkdir -p $(BIN)
@@ -44,6 +48,12 @@ $(BIN)/.kind-$(KIND_VERSION):
 	GOBIN=$(BIN) CGO_ENABLED=0 go install sigs.k8s.io/kind@$(KIND_VERSION)
 	@touch $@
 $(KIND): $(BIN)/.kind-$(KIND_VERSION)
+
+$(BIN)/.helm-docs-$(HELM_DOCS_VERSION):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) CGO_ENABLED=0 go install github.com/norwoodj/helm-docs/cmd/helm-docs@$(HELM_DOCS_VERSION)
+	@touch $@
+$(HELM_DOCS): $(BIN)/.helm-docs-$(HELM_DOCS_VERSION)
 
 # ---- Python environment ----
 .PHONY: venv
@@ -73,6 +83,19 @@ check: tools venv ## policy-check every values example
 gen-tests: venv ## regenerate tests/generated/ from values-examples/
 	$(JH) gen-tests
 
+# chart/README.md: helm-docs renders chart/README.md.gotmpl with the values table from
+# the values.yaml `# --` comments (values.schema.json descriptions for keys without one).
+.PHONY: chart-docs
+chart-docs: $(HELM_DOCS) ## regenerate chart/README.md (values table) with helm-docs
+	$(HELM_DOCS) --chart-search-root chart --log-level warning
+
+.PHONY: chart-docs-check
+chart-docs-check: $(HELM_DOCS) ## fail when chart/README.md is stale
+	@tmp=$$(mktemp); trap 'rm -f $$tmp' EXIT; \
+	$(HELM_DOCS) --chart-search-root chart --dry-run --log-level warning > $$tmp && \
+	if diff -u chart/README.md $$tmp; then echo "chart-docs --check: chart/README.md is up to date"; \
+	else echo "chart-docs --check: chart/README.md is stale; run \`make chart-docs\`"; exit 1; fi
+
 .PHONY: lint
 lint: tools ## helm lint --strict every values example
 	@for f in values-examples/*.yaml; do echo "lint $$f"; $(HELM) lint --strict chart -f $$f >/dev/null || { $(HELM) lint --strict chart -f $$f; exit 1; }; done
@@ -80,9 +103,10 @@ lint: tools ## helm lint --strict every values example
 .PHONY: test
 test: tools venv deps ## unit, render, generated and workload tests, plus freshness checks
 	$(JH) render --check
+	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check
 	$(JH) check values-examples/*.yaml
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup tests
 
 .PHONY: fuzz
 fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render, 10x the examples of make test

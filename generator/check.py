@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from generator import helm, model
-from generator.findings import ERROR, INPUT, RENDER, WARNING, Finding
-from generator.platforms import Platform
-from generator.rules import check as check_rules
-from generator.schema import dotted
-from generator.schema import validate as check_schema
-from generator.values import ValuesFile, load_values
+from . import helm, model
+from .findings import ERROR, INPUT, RENDER, WARNING, Finding
+from .platforms import Platform
+from .schema import dotted
+from .schema import validate as check_schema
+from .rules import check as check_rules
+from .values import ValuesFile, load_values
 
 # kubernetes-validate ships schemas from this version on.
 KUBE_VALIDATE_MIN_VERSION = "1.25"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from generator import __version__, model
+from . import __version__, charts, model
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 
@@ -35,7 +35,8 @@ def _kube_version(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (documented in the README)."""
     p = _Parser(prog="jobhandlers", description="Render, check and test the jobhandlers Helm chart.")
-    p.add_argument("--version", action="version", version=f"jobhandlers {__version__}")
+    p.add_argument("--version", action="version", version=_version_text(),
+                   help="print the tool's version and the version of the chart it ships with")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("render", help="render values-examples/ x kube versions into rendered/")
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--examples", type=Path, default=None, help="directory of values examples")
     r.add_argument("--kube-version", type=_kube_version, action="append", default=None,
                    help="render only these kube versions (default: the whole matrix)")
+    r.add_argument("values", nargs="*", type=Path,
+                   help="values files to render instead of the examples (each into <out>/<file stem>/)")
 
     c = sub.add_parser("check", help="policy-check values files")
     c.add_argument("values", nargs="+", help="values files")
@@ -61,11 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--kube-version", type=_kube_version, action="append", default=None,
                    help="kube version(s) for the probe-level grace (default: the whole matrix)")
 
+    for cmd in (r, c, g):
+        cmd.add_argument("--chart", metavar="PATH", default=None,
+                         help="use this chart (a directory or a `helm package` .tgz) instead of the "
+                              f"one shipped with the tool ({charts.describe(charts.DEFAULT_DIR)})")
+
     t = sub.add_parser("gen-tests", help="generate tests/generated/ from values-examples/")
     t.add_argument("--check", action="store_true", help="fail when tests/generated/ is stale")
     t.add_argument("--out", type=Path, default=None, help="output directory (default: tests/generated/)")
     t.add_argument("--examples", type=Path, default=None, help="directory of values examples")
     return p
+
+
+def _version_text() -> str:
+    """`jobhandlers --version`: the tool's version and the shipped chart's name-version."""
+    meta = charts.metadata(charts.DEFAULT_DIR)
+    return (f"jobhandlers {__version__} (chart {meta.get('name', '?')} {meta.get('version', '?')}, "
+            f"appVersion {meta.get('appVersion', '?')})")
 
 
 def _safe(text: str) -> str:
@@ -80,7 +95,7 @@ def _examples(directory: Path | None) -> list[Path] | None:
 
 def _platform(text: str):  # noqa: ANN202 - argparse type
     """--platform NAME[=SECONDS] -> (Platform, limit); argparse turns the ValueError into exit 2."""
-    from generator.platforms import parse_platform
+    from .platforms import parse_platform
     try:
         return parse_platform(text)
     except ValueError as exc:
@@ -88,14 +103,14 @@ def _platform(text: str):  # noqa: ANN202 - argparse type
 
 
 def _platform_names() -> list[str]:
-    from generator.platforms import PLATFORMS
+    from .platforms import PLATFORMS
     return [p.name if p.limit_seconds is not None else f"{p.name}=SECONDS" for p in PLATFORMS]
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     """jobhandlers check."""
-    from generator.check import check_files
-    from generator.findings import exit_code, render_findings
+    from .check import check_files
+    from .findings import exit_code, render_findings
 
     findings = check_files(args.values, args.kube_version, render=args.render, platforms=args.platform)
     sys.stdout.write(render_findings(findings, len(args.values), args.format))
@@ -104,10 +119,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_grace(args: argparse.Namespace) -> int:
     """jobhandlers grace."""
-    from generator.findings import exit_code, render_findings
-    from generator.grace import report
-    from generator.schema import validate
-    from generator.values import load_values, merged
+    from .findings import exit_code, render_findings
+    from .grace import report
+    from .schema import validate
+    from .values import load_values, merged
 
     vf = load_values(args.values)
     problems = vf.findings or validate(vf)
@@ -121,7 +136,8 @@ def cmd_grace(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     """jobhandlers render."""
-    from generator import render as rmod
+    from . import helm
+    from . import render as rmod
 
     if args.jobs < 1:
         print("jobhandlers render: --jobs must be >= 1", file=sys.stderr)
@@ -129,6 +145,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     examples = _examples(args.examples)
     if examples is not None and not examples:
         print(_safe(f"jobhandlers render: no *.yaml in {args.examples}"), file=sys.stderr)
+        return EXIT_INPUT
+    if args.values:
+        missing = [str(v) for v in args.values if not v.is_file()]
+        if missing:
+            print(_safe(f"jobhandlers render: no such values file: {', '.join(missing)}"), file=sys.stderr)
+            return EXIT_INPUT
+        examples = (examples or []) + list(args.values)
+    elif examples is None and not helm.examples():
+        print(_safe(f"jobhandlers render: no values files given and no *.yaml in {helm.EXAMPLES_DIR}"),
+              file=sys.stderr)
         return EXIT_INPUT
     out = args.out or rmod.RENDERED_DIR
     res = rmod.render(examples, out, check=args.check, jobs=args.jobs,
@@ -152,7 +178,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_gen_tests(args: argparse.Namespace) -> int:
     """jobhandlers gen-tests."""
-    from generator import gentests
+    from . import gentests
 
     examples = _examples(args.examples)
     res = gentests.gen_tests(examples, args.out or gentests.GENERATED_DIR, check=args.check)
@@ -180,6 +206,11 @@ COMMANDS = {"check": cmd_check, "grace": cmd_grace, "render": cmd_render, "gen-t
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = build_parser().parse_args(argv)
+    try:
+        charts.use(getattr(args, "chart", None))
+    except charts.ChartError as exc:
+        print(_safe(f"jobhandlers {args.command}: --chart {exc}"), file=sys.stderr)
+        return EXIT_INPUT
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:

@@ -13,12 +13,13 @@ from typing import Any, Sequence
 
 import jinja2
 
-from generator import helm, model
-from generator.findings import exit_code
-from generator.schema import validate as check_schema
-from generator.values import load_values, merged
+from . import charts, helm, model
+from .findings import exit_code
+from .schema import validate as check_schema
+from .values import load_values, merged
 
-GENERATED_DIR = helm.REPO_ROOT / "tests" / "generated"
+# Installed (no checkout): tests/generated/ in the current directory.
+GENERATED_DIR = helm.REPO_ROOT / "tests" / "generated" if charts.IN_CHECKOUT else Path("tests/generated")
 HEADER = "# generated — do not edit."
 TEMPLATE = "test_example.py.j2"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from generator import model
+from . import model
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -3,7 +3,7 @@
 Every test and the `jobhandlers` tool render through this module, so the binary,
 release name, namespace and chart path are chosen in exactly one place.
 
-    from generator import helm
+    from . import helm
     objs = helm.render(["values-examples/galaxy.yaml"], kube_version="1.25")
     objs = helm.render([], kube_version="1.16", overrides={"drain": {"bufferSeconds": 60}})
     helm.render([...], helm_binary=helm.find_helm(3))     # helm 3 (parity test)
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -25,11 +26,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ruamel.yaml import YAML
 
-from generator import model
+from . import charts, model
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CHART_DIR = REPO_ROOT / "chart"
-EXAMPLES_DIR = REPO_ROOT / "values-examples"
+CHART_DIR = charts.DEFAULT_DIR  # the shipped chart; calls without chart= use charts.active() (--chart)
+EXAMPLES_DIR = REPO_ROOT / "values-examples" if charts.IN_CHECKOUT else Path("values-examples")
 # env var -> default path, per helm major version.
 _BINARIES: dict[int, tuple[str, Path]] = {
     4: ("JOBHANDLERS_HELM", REPO_ROOT / "bin" / "helm"),
@@ -75,14 +76,18 @@ class HelmRenderError(HelmError):
 
 
 def find_helm(major: int = 4) -> Path:
-    """Path of helm `major` (4 or 3): env JOBHANDLERS_HELM / JOBHANDLERS_HELM3,
-    else <repo>/bin/helm / <repo>/bin/helm3. Raises HelmNotFoundError."""
+    """Path of helm `major` (4 or 3): env JOBHANDLERS_HELM / JOBHANDLERS_HELM3, else
+    <repo>/bin/helm / <repo>/bin/helm3 in the checkout; installed (no checkout), helm 4 is
+    also looked up on PATH. Raises HelmNotFoundError."""
     if major not in _BINARIES:
         raise HelmNotFoundError(f"unsupported helm major version {major}; use 3 or 4")
     env, default = _BINARIES[major]
+    if not os.environ.get(env) and not charts.IN_CHECKOUT and major == 4:
+        default = Path(shutil.which("helm") or "helm")
     path = Path(os.environ.get(env) or default)
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise HelmNotFoundError(f"helm {major} not found at {path} (set {env} or run `make tools`)")
+        hint = "run `make tools`" if charts.IN_CHECKOUT else "put helm on PATH"
+        raise HelmNotFoundError(f"helm {major} not found at {path} (set {env} or {hint})")
     return path
 
 
@@ -92,11 +97,12 @@ def template_command(
     set_values: Sequence[str] = (),
     *,
     helm_binary: PathLike | None = None,
-    chart: PathLike = CHART_DIR,
+    chart: PathLike | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The argv of `helm template <RELEASE> <chart> -n <NS> -f ... --kube-version V --set ...`."""
-    cmd = [str(helm_binary or find_helm(4)), "template", model.RELEASE_NAME, str(chart), "-n", model.NAMESPACE]
+    cmd = [str(helm_binary or find_helm(4)), "template", model.RELEASE_NAME, str(chart or charts.active()),
+           "-n", model.NAMESPACE]
     for f in values_files:
         cmd += ["-f", str(f)]
     cmd += ["--kube-version", kube_version]
@@ -125,7 +131,7 @@ def render_text(
     *,
     overrides: Mapping[str, Any] | None = None,
     helm_binary: PathLike | None = None,
-    chart: PathLike = CHART_DIR,
+    chart: PathLike | None = None,
     extra_args: Sequence[str] = (),
     timeout: float = DEFAULT_TIMEOUT,
 ) -> str:
@@ -167,11 +173,11 @@ def lint(
     strict: bool = True,
     kube_version: str | None = None,
     helm_binary: PathLike | None = None,
-    chart: PathLike = CHART_DIR,
+    chart: PathLike | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> str:
     """`helm lint [--strict] <chart> -f ...`; returns stdout, raises HelmRenderError."""
-    cmd = [str(helm_binary or find_helm(4)), "lint", str(chart), "-n", model.NAMESPACE]
+    cmd = [str(helm_binary or find_helm(4)), "lint", str(chart or charts.active()), "-n", model.NAMESPACE]
     if strict:
         cmd.append("--strict")
     for f in values_files:

@@ -19,9 +19,10 @@ from typing import Any, Callable, Sequence, TextIO
 
 import yaml
 
-from generator import helm, model
+from . import charts, helm, model
 
-RENDERED_DIR = helm.REPO_ROOT / "rendered"
+# Installed (no checkout): rendered/ in the current directory.
+RENDERED_DIR = helm.REPO_ROOT / "rendered" if charts.IN_CHECKOUT else Path("rendered")
 
 
 class _Dumper(yaml.CSafeDumper):  # type: ignore[misc,name-defined]

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from generator import model, platforms as plat
-from generator.findings import ERROR, POLICY, WARNING, Finding
-from generator.schema import dotted
-from generator.values import ValuesFile, merged
+from . import model, platforms as plat
+from .findings import ERROR, POLICY, WARNING, Finding
+from .schema import dotted
+from .values import ValuesFile, merged
 
 KeyPath = tuple[str, ...]
 

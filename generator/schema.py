@@ -1,4 +1,4 @@
-"""Validate values against chart/values.schema.json (the very file helm uses) and map every
+"""Validate values against the chart's values.schema.json (the very file helm uses) and map every
 jsonschema error to file:line:col and the dotted key path."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from typing import Any, Iterable
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from generator.findings import ERROR, INPUT, SCHEMA, Finding
-from generator.values import CHART_DIR, ValuesFile, merged
+from .findings import ERROR, INPUT, SCHEMA, Finding
+from . import charts
+from .values import CHART_DIR, ValuesFile, merged
 
-SCHEMA_FILE = CHART_DIR / "values.schema.json"
+SCHEMA_FILE = CHART_DIR / "values.schema.json"  # the shipped chart's; validate() uses the active chart's
 
 
 class SchemaUnavailable(Exception):
@@ -95,9 +96,11 @@ def _expand(err: ValidationError) -> list[ValidationError]:
     return [err]
 
 
-def validate(vf: ValuesFile, schema_file: Path = SCHEMA_FILE) -> list[Finding]:
+def validate(vf: ValuesFile, schema_file: Path | None = None) -> list[Finding]:
     """Schema findings for one loaded values file, validated after merging over the chart
-    defaults (like helm). Each points at the deepest part of the key path in the file."""
+    defaults (like helm). Each points at the deepest part of the key path in the file.
+    Default schema: the active chart's (`charts.active()`, i.e. --chart or the shipped one)."""
+    schema_file = schema_file or charts.active() / "values.schema.json"
     try:
         validator = load_validator(schema_file)
     except SchemaUnavailable as exc:

@@ -24,10 +24,11 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError, YAMLWarning
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
-from generator.findings import ERROR, INPUT, Finding
+from . import charts
+from .findings import ERROR, INPUT, Finding
 
 ROOT = Path(__file__).resolve().parent.parent
-CHART_DIR = ROOT / "chart"
+CHART_DIR = charts.DEFAULT_DIR  # the shipped chart; `charts.active()` is the one in use (--chart)
 DEFAULT_VALUES = CHART_DIR / "values.yaml"
 # Expanded node budget: a values file is a few hundred nodes; "billion laughs" is not.
 MAX_NODES = 100_000
@@ -273,7 +274,7 @@ def parse_values(text: str, name: str) -> ValuesFile:
         return result
     except _NotFinite as exc:
         line, col, _ = locate(doc, exc.path)
-        from generator.schema import dotted  # schema imports this module
+        from .schema import dotted  # schema imports this module
         result.findings.append(Finding(name, line, col, "JHY006", ERROR, INPUT, dotted(exc.path),
                                        f"{exc.value} is not a number helm can use (values become JSON, "
                                        "which has no infinity or NaN)", "write a finite number"))
@@ -344,15 +345,16 @@ def coalesce(defaults: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, 
 _defaults_cache: dict[str, ValuesFile] = {}
 
 
-def chart_defaults(chart_dir: Path = CHART_DIR) -> ValuesFile:
-    """chart/values.yaml, loaded once."""
+def chart_defaults(chart_dir: Path | None = None) -> ValuesFile:
+    """The chart's values.yaml (default: the active chart's), loaded once."""
+    chart_dir = chart_dir or charts.active()
     key = str(chart_dir)
     if key not in _defaults_cache:
         _defaults_cache[key] = load_values(chart_dir / "values.yaml", display=_display(chart_dir / "values.yaml"))
     return _defaults_cache[key]
 
 
-def merged(user: Mapping[str, Any], chart_dir: Path = CHART_DIR) -> dict[str, Any]:
+def merged(user: Mapping[str, Any], chart_dir: Path | None = None) -> dict[str, Any]:
     """User values coalesced over the chart defaults: what the templates and the model see."""
     return coalesce(chart_defaults(chart_dir).data, user)
 

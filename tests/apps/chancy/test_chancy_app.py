@@ -20,7 +20,7 @@ FRESH_LOCK = "CREATE TABLE chancy_schema_version (version_of varchar(255) PRIMAR
 # The v2 migration (ALTER TABLE jh_taskrun ADD worker) waits behind this.
 UPGRADE_LOCK = "LOCK TABLE jh_taskrun IN ACCESS EXCLUSIVE MODE"
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("chancy")]
 
 
 def runs(url: str) -> list[tuple[Any, ...]]:

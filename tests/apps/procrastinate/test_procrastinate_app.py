@@ -17,7 +17,7 @@ from pcapp import App, output, query, wait_for
 PRE_HEARTBEAT = "0033_post_cancel_notification"  # procrastinate's last migration before 0034_pre_add_heartbeat
 LOCK_SECONDS = 16.0
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("procrastinate")]
 
 
 def started_runs(url: str, task: str = "sleep_task") -> list[tuple[Any, ...]]:

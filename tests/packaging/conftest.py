@@ -1,0 +1,68 @@
+"""Fixtures for the packaging tests: one wheel and one sdist per session, each installed
+into a fresh venv outside the repository, and a user's values files in a temp directory.
+
+Nothing here skips: a missing helm or build frontend is a failure that names the fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from packaging_support import HELM, REPO, USER_FILES, clean_env, run
+
+
+@pytest.fixture(scope="session")
+def helm_binary() -> Path:
+    assert HELM.is_file() and os.access(HELM, os.X_OK), f"helm not found at {HELM}: run `make tools`"
+    return HELM
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """python -m build: the sdist, then the wheel built from that sdist (once per session)."""
+    out = tmp_path_factory.mktemp("dist")
+    proc = run([sys.executable, "-m", "build", "--outdir", out, REPO], cwd=out)
+    assert proc.returncode == 0, f"python -m build failed (pip install -e '.[test]'?):\n{proc.stdout}\n{proc.stderr}"
+    wheels, sdists = sorted(out.glob("jobhandlers-*.whl")), sorted(out.glob("jobhandlers-*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
+    return {"wheel": wheels[0], "sdist": sdists[0]}
+
+
+def _install(kind: str, artifact: Path, venv: Path) -> Path:
+    base = getattr(sys, "_base_executable", None) or shutil.which("python3") or sys.executable
+    proc = run([base, "-m", "venv", "--without-pip", venv], cwd=venv)
+    assert proc.returncode == 0, proc.stderr
+    # pip from the test venv installs into the fresh one (--python): no ensurepip, same result.
+    proc = run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q",
+                "--disable-pip-version-check", "--no-input", artifact], cwd=venv, env=clean_env())
+    assert proc.returncode == 0, f"pip install {artifact.name} ({kind}) failed:\n{proc.stdout}\n{proc.stderr}"
+    return venv / "bin"
+
+
+@pytest.fixture(scope="session")
+def venvs(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two fresh venvs outside the repository, one with the wheel and one with the sdist
+    installed (in parallel: most of the time is pip unpacking the dependencies)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {k: pool.submit(_install, k, dist[k], tmp_path_factory.mktemp(f"venv-{k}")) for k in dist}
+        return {k: f.result() for k, f in futures.items()}
+
+
+@pytest.fixture(scope="session", params=["wheel", "sdist"])
+def installed(request: pytest.FixtureRequest, venvs: dict[str, Path]) -> Path:
+    """bin/ of the fresh venv with the wheel or the sdist installed."""
+    return venvs[request.param]
+
+
+@pytest.fixture(scope="session")
+def user_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user's project: their values files, no checkout anywhere near."""
+    d = tmp_path_factory.mktemp("user-project")
+    for name, text in USER_FILES.items():
+        (d / name).write_text(text, encoding="utf-8")
+    return d

@@ -1,0 +1,41 @@
+"""Helpers of the packaging tests (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HELM = Path(os.environ.get("JOBHANDLERS_HELM") or REPO / "bin" / "helm")
+
+# A user's values files: clean, a policy error, a schema error, a warning.
+USER_FILES = {
+    "good.yaml": '# my app\nimage:\n  tag: "2"\nhandlers:\n  job:\n    maxJobRuntimeSeconds: 120\n',
+    "policy.yaml": (REPO / "tests/unit/fixtures/rules/JH001-fail.yaml").read_text(),
+    "schema.yaml": 'image:\n  tag: "2"\ndrain:\n  bufferSeconds: lots\n  bufferSecs: 3\n',
+    "warning.yaml": (REPO / "tests/unit/fixtures/rules/JH010-fail.yaml").read_text(),
+}
+
+
+def run(cmd: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 300, traceback_ok: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run a command; never a traceback in what it prints (unless traceback_ok)."""
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert traceback_ok or "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return proc
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a user's shell: nothing pointing into this repository."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "JOBHANDLERS_HELM", "JOBHANDLERS_HELM3")
+           and not k.startswith("PYTEST")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not p.startswith(str(REPO)))
+    env.update(extra)
+    return env
+
+
