@@ -57,6 +57,10 @@ def waiting_on_lock(url: str) -> bool:
 def started_worker(a: App) -> Any:
     worker = a.start("worker", "start")
     wait_for(lambda: a.health() == 200, 30, "GET /health to answer 200")
+    # chancy installs its SIGTERM handler only after LISTEN is set up and just before it
+    # declares its queue: a SIGTERM before that kills it outright (-15)
+    wait_for(lambda: "Adding queue 'default'" in output(worker), 30, "the worker to add its queue")
+    time.sleep(0.5)
     return worker
 
 
