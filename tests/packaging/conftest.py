@@ -24,9 +24,16 @@ def helm_binary() -> Path:
 
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """python -m build: the sdist, then the wheel built from that sdist (once per session)."""
+    """python -m build: the sdist, then the wheel built from that sdist (once per session).
+    Built from a copy of the sources: setuptools writes jobhandlers.egg-info/ and build/ next
+    to them, and other tests (renders into rendered/) run in the checkout at the same time."""
     out = tmp_path_factory.mktemp("dist")
-    proc = run([sys.executable, "-m", "build", "--outdir", out, REPO], cwd=out)
+    src = tmp_path_factory.mktemp("src")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for name in ("generator", "chart"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    proc = run([sys.executable, "-m", "build", "--outdir", out, src], cwd=out)
     assert proc.returncode == 0, f"python -m build failed (pip install -e '.[test]'?):\n{proc.stdout}\n{proc.stderr}"
     wheels, sdists = sorted(out.glob("jobhandlers-*.whl")), sorted(out.glob("jobhandlers-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
