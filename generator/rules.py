@@ -3,6 +3,7 @@ message, the fix and README documentation. Every expected number comes from gene
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -327,7 +328,6 @@ def _jh013(ctx: Context) -> Iterator[Hit]:
 
 
 def _jh014(ctx: Context) -> Iterator[Hit]:
-    import re
     var = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
     for role, probes in _role_probes(ctx):
         bad = [p for p in probes if p.handler == "exec" and any(var.search(a) for a in _argv(p))]

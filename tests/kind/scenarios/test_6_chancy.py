@@ -11,7 +11,8 @@ import pytest
 
 from jhkind import chancy as pc
 from jhkind.cluster import job_state, parse_time, pod_ready
-from jhkind.observe import LogFollower, deletion_started, is_handler_pod, terminated_state
+from jhkind.locks import lock_done
+from jhkind.observe import LogFollower, deletion_started, handler_exit_codes, is_handler_pod, terminated_state
 from jhkind.scenario import Scenario, job_completed_at
 from jhkind.waits import wait_until
 
@@ -22,27 +23,13 @@ NAIVE = {"waitForMigrations": {"enabled": False}, "startupProbe": {"enabled": Fa
          "migration": {"useHelmHooks": False}}
 
 
-def _lock_done(lock) -> None:  # noqa: ANN001 - a thread from pc.hold_lock
-    """The lock session ended without error."""
-    lock.join(LOCK_SECONDS + 300)
-    assert not lock.is_alive(), "the lock session never ended"
-    assert lock.error is None, f"the lock session failed: {lock.error}"
-
-
-def _exit_codes(sc: Scenario) -> list[int]:
-    return sorted({(st.get("lastState") or {}).get("terminated", {}).get("exitCode")
-                   for pod in sc.timeline.last_pods().values() if is_handler_pod(pod)
-                   for st in (pod.get("status") or {}).get("containerStatuses") or []
-                   if (st.get("lastState") or {}).get("terminated")})
-
-
 def test_6a_chancy_fresh_install_locked_migration(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     lock = pc.hold_lock(sc, pc.FRESH_LOCK, LOCK_SECONDS)
     with p.phase(f"helm install --wait; the first migration waits {LOCK_SECONDS}s on a real lock"):
         res = sc.install(pc.values(replicas=2), timeout_s=400).check("helm install")
     p.fact("helm_install_seconds", round(res.seconds, 1))
-    _lock_done(lock)
+    lock_done(lock, LOCK_SECONDS)
     with p.phase("hook Job before handler pods; 0 restarts"):
         [job] = sc.migration_jobs()
         assert "pre-install" in (job["metadata"].get("annotations") or {}).get("helm.sh/hook", "")
@@ -71,7 +58,7 @@ def test_6b_chancy_naive_restarts(scenario: Scenario) -> None:
         res = sc.install(pc.values(replicas=2), NAIVE, timeout_s=150)
     p.fact("helm_install_seconds", round(res.seconds, 1))
     p.fact("helm_install_rc", res.rc)
-    _lock_done(lock)
+    lock_done(lock, LOCK_SECONDS)
     jobs = sc.migration_jobs()
     p.fact("migration_job_states", [job_state(job) for job in jobs])
     versions = sc.pg.sql(sc.database, "SELECT count(*) FROM pg_tables WHERE tablename = 'chancy_jobs'")
@@ -79,7 +66,7 @@ def test_6b_chancy_naive_restarts(scenario: Scenario) -> None:
     restarts = sc.handler_restarts()
     p.fact("restarts_total", sum(restarts.values()))
     p.fact("restarts_per_pod", restarts)
-    p.fact("handler_exit_codes", _exit_codes(sc))
+    p.fact("handler_exit_codes", handler_exit_codes(sc.timeline))
     assert sum(restarts.values()) > 0, "ungated workers did not restart: the gated test measures nothing"
 
 
@@ -144,7 +131,7 @@ def test_6d_chancy_upgrade_locked_migration(scenario: Scenario) -> None:
     with p.phase(f"helm upgrade to :2; its ALTER TABLE waits {LOCK_SECONDS}s on ACCESS EXCLUSIVE"):
         res = sc.upgrade(pc.values(tag="2"), timeout_s=400).check("helm upgrade")
     p.fact("helm_upgrade_seconds", round(res.seconds, 1))
-    _lock_done(lock)
+    lock_done(lock, LOCK_SECONDS)
     assert time.time() - t0 >= 15
     with p.phase("new pods Ready after the hook, 0 restarts"):
         sc.wait_rollout("job", old, timeout=300)

@@ -1,13 +1,13 @@
 """The chancy test app (tests/apps/chancy) on the cluster: its values, jobs pushed through
 the app itself, what its database says, and real PostgreSQL locks that make its
-migrations slow (the lock session is jhkind.procrastinate.hold_lock: app-independent)."""
+migrations slow (the lock session is jhkind.locks.hold_lock)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from .procrastinate import hold_lock  # noqa: F401 - re-exported for the chancy scenarios
+from .locks import hold_lock  # noqa: F401 - used as pc.hold_lock by the scenarios
 from .scenario import Scenario
 
 IMAGE = "jobhandlers/chancy"

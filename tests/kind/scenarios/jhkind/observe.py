@@ -244,3 +244,11 @@ def restart_series(timeline: Timeline, t0: float, predicate: Callable[[dict], bo
             counts[uid] = n
             series.append((round(ch.t - t0, 3), sum(counts.values())))
     return series
+
+
+def handler_exit_codes(timeline: Timeline) -> list[int]:
+    """The distinct exit codes of every handler container that terminated and restarted."""
+    return sorted({(st.get("lastState") or {}).get("terminated", {}).get("exitCode")
+                   for pod in timeline.last_pods().values() if is_handler_pod(pod)
+                   for st in (pod.get("status") or {}).get("containerStatuses") or []
+                   if (st.get("lastState") or {}).get("terminated")})

@@ -5,9 +5,9 @@ make its migrations slow."""
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
+from .locks import hold_lock  # noqa: F401 - used as pc.hold_lock by the scenarios
 from .scenario import Scenario
 
 IMAGE = "jobhandlers/procrastinate"
@@ -47,37 +47,6 @@ def values(tag: str = "1", concurrency: int = 4, replicas: int = 1, max_job_s: i
             },
         },
     }
-
-
-def hold_lock(sc: Scenario, statement: str, seconds: float, timeout: float = 240) -> threading.Thread:
-    """In a thread: one psql session runs `statement` in an open transaction, waits until
-    another backend of the scenario database waits on a lock (the migration), keeps the
-    lock `seconds` longer, rolls back. The result lands in thread.result / thread.error."""
-    polls = int(timeout / 0.2)
-    sql = f"""BEGIN; {statement};
-DO $$ DECLARE n int := 0; BEGIN
-  LOOP
-    PERFORM pg_stat_clear_snapshot();
-    EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
-                      AND wait_event_type = 'Lock' AND pid <> pg_backend_pid());
-    n := n + 1;
-    IF n > {polls} THEN RAISE EXCEPTION 'nothing waited on the lock within {timeout:g} s'; END IF;
-    PERFORM pg_sleep(0.2);
-  END LOOP;
-  PERFORM pg_sleep({seconds:g});
-END $$;
-ROLLBACK;"""
-
-    def body() -> None:
-        try:
-            t.result = sc.pg.sql(sc.database, sql, timeout=timeout + seconds + 30)  # type: ignore[attr-defined]
-        except Exception as exc:  # reported by the test
-            t.error = exc  # type: ignore[attr-defined]
-
-    t = threading.Thread(target=body, daemon=True, name="pg-lock")
-    t.error = None  # type: ignore[attr-defined]
-    t.start()
-    return t
 
 
 def defer(sc: Scenario, pod: str, seconds: list[float]) -> None:
