@@ -72,7 +72,8 @@ deps: ## install the system packages the tests need (PostgreSQL server)
 
 # ---- the two commands of the README ----
 .PHONY: render
-render: tools venv ## render every values example x kube version into rendered/
+render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache)
+	$(PY) -m generator.precompute
 	$(JH) render
 
 .PHONY: check
@@ -103,6 +104,7 @@ lint: tools ## helm lint --strict every values example
 .PHONY: test
 test: tools venv deps ## unit, render, generated and workload tests, plus freshness checks
 	$(JH) render --check
+	$(PY) -m generator.precompute --check
 	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check
 	$(JH) check values-examples/*.yaml
@@ -111,7 +113,8 @@ test: tools venv deps ## unit, render, generated and workload tests, plus freshn
 .PHONY: fuzz
 fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render, 10x the examples of make test
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/unit/test_fuzz_check.py \
-	  tests/unit/test_fuzz_grace.py tests/unit/test_fuzz_render.py tests/unit/test_fuzz_regressions.py
+	  tests/unit/test_fuzz_grace.py tests/unit/test_fuzz_render.py tests/unit/test_fuzz_regressions.py \
+	  tests/unit/test_fastcheck.py
 
 .PHONY: bench
 bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm, workload lifecycle

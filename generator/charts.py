@@ -11,19 +11,33 @@
 
 from __future__ import annotations
 
-import atexit
+import os
 import re
-import shutil
-import tarfile
-import tempfile
-from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
-PACKAGED_DIR = _HERE / "chart"          # site-packages/jobhandlers/chart (wheel)
-CHECKOUT_DIR = _HERE.parent / "chart"   # <repo>/chart (checkout, editable install)
-DEFAULT_DIR = PACKAGED_DIR if (PACKAGED_DIR / "Chart.yaml").is_file() else CHECKOUT_DIR
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# As strings, so that `check`'s fast path (fastcheck.py) starts without pathlib; the Path
+# forms (PACKAGED_DIR, CHECKOUT_DIR, DEFAULT_DIR) are made on first use by __getattr__.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+PACKAGED_PATH = os.path.join(_HERE, "chart")                  # site-packages/jobhandlers/chart (wheel)
+CHECKOUT_PATH = os.path.join(os.path.dirname(_HERE), "chart")  # <repo>/chart (checkout, editable install)
+DEFAULT_PATH = PACKAGED_PATH if os.path.isfile(os.path.join(PACKAGED_PATH, "Chart.yaml")) else CHECKOUT_PATH
 # True when running from the repository (rendered/, values-examples/, bin/ are beside us).
-IN_CHECKOUT = DEFAULT_DIR == CHECKOUT_DIR
+IN_CHECKOUT = DEFAULT_PATH == CHECKOUT_PATH
+_PATHS = {"PACKAGED_DIR": PACKAGED_PATH, "CHECKOUT_DIR": CHECKOUT_PATH, "DEFAULT_DIR": DEFAULT_PATH}
+
+
+def __getattr__(name: str) -> Path:
+    """PACKAGED_DIR, CHECKOUT_DIR and DEFAULT_DIR as Paths (PEP 562: made when first asked for)."""
+    if name in _PATHS:
+        from pathlib import Path
+
+        value = Path(_PATHS[name])
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _active: Path | None = None
 
@@ -34,7 +48,7 @@ class ChartError(Exception):
 
 def active() -> Path:
     """The chart directory in use: `use()`'s, else the shipped one."""
-    return _active or DEFAULT_DIR
+    return _active or __getattr__("DEFAULT_DIR")
 
 
 def use(path: str | Path | None) -> Path:
@@ -48,6 +62,9 @@ def use(path: str | Path | None) -> Path:
 def resolve(path: str | Path) -> Path:
     """A chart directory for `path`: the directory itself, or a .tgz unpacked into a
     temporary directory that is removed when the process exits."""
+    import tarfile
+    from pathlib import Path
+
     p = Path(path)
     if p.is_dir():
         if not (p / "Chart.yaml").is_file():
@@ -61,6 +78,12 @@ def resolve(path: str | Path) -> Path:
 
 
 def _unpack(archive: Path) -> Path:
+    import atexit
+    import shutil
+    import tarfile
+    import tempfile
+    from pathlib import Path
+
     tmp = Path(tempfile.mkdtemp(prefix="jh-chart-"))
     atexit.register(shutil.rmtree, tmp, True)
     try:

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 from . import helm, model
 from .findings import ERROR, INPUT, RENDER, WARNING, Finding
 from .platforms import Platform
-from .schema import dotted
+from .findings import dotted
 from .schema import validate as check_schema
 from .rules import check as check_rules
 from .values import ValuesFile, load_values

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from collections import namedtuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+    from typing import Iterable
 
 # Categories, in decreasing order of how unusable the input is.
 INPUT = "input"  # the file cannot be used at all (missing, not YAML, not a mapping): exit 2
@@ -19,20 +21,19 @@ WARNING = "warning"
 JSON_FORMAT_VERSION = 1
 
 
-@dataclass(frozen=True, order=True)
-class Finding:
+class Finding(namedtuple("Finding", ['file', 'line', 'col', 'rule', 'severity', 'category', 'path', 'message', 'fix'], defaults=(ERROR, POLICY, "", "", "",))):
     """One problem: where it is (file:line:col and the key path), what, and the fix."""
 
-    file: str
-    line: int  # 1-based; 0 when the problem has no position (e.g. missing file)
-    col: int  # 1-based; 0 when unknown
-    rule: str  # stable id: JH001…, JHY001…, JHS001, JHR001…
-    severity: str = ERROR
-    category: str = POLICY
-    path: str = ""  # dotted key path, e.g. handlers.job.terminationGracePeriodSeconds
-    message: str = ""
-    fix: str = ""
-    extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+    __slots__ = ()
+    # file: str
+    # line: int  — 1-based; 0 when the problem has no position (e.g. missing file)
+    # col: int  — 1-based; 0 when unknown
+    # rule: str  — stable id: JH001…, JHY001…, JHS001, JHR001…
+    # severity: str = ERROR
+    # category: str = POLICY
+    # path: str = ""  — dotted key path, e.g. handlers.job.terminationGracePeriodSeconds
+    # message: str = ""
+    # fix: str = ""
 
     @property
     def location(self) -> str:
@@ -42,6 +43,17 @@ class Finding:
         if self.col <= 0:
             return f"{self.file}:{self.line}"
         return f"{self.file}:{self.line}:{self.col}"
+
+
+def dotted(path: Iterable[str | int]) -> str:
+    """('handlers', 'web', 'env', 0) -> 'handlers.web.env[0]'."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
 
 
 def exit_code(findings: Iterable[Finding]) -> int:
@@ -84,6 +96,8 @@ def format_text(findings: list[Finding], files_checked: int) -> str:
 
 def format_json(findings: list[Finding], files_checked: int) -> str:
     """Stable machine output (documented in the README), keys sorted, one object."""
+    import json
+
     doc = {
         "version": JSON_FORMAT_VERSION,
         "exit_code": exit_code(findings),
@@ -93,7 +107,7 @@ def format_json(findings: list[Finding], files_checked: int) -> str:
             "warnings": sum(1 for f in findings if f.severity == WARNING),
         },
         "findings": [
-            {k: v for k, v in asdict(f).items() if k != "extra"} for f in findings
+            f._asdict() for f in findings
         ],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

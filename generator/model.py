@@ -8,8 +8,12 @@ comes from these functions; the chart's templates implement the same formulas in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from collections import namedtuple
+from collections.abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+    from typing import Any
 
 # The kube-version matrix every values example is rendered and tested against.
 KUBE_VERSIONS: tuple[str, ...] = ("1.16", "1.17", "1.18", "1.20", "1.25", "1.28", "1.34", "1.37")
@@ -51,17 +55,17 @@ def at_least(version: str, minimum: str) -> bool:
     return version_tuple(version) >= version_tuple(minimum)
 
 
-@dataclass(frozen=True)
-class Grace:
+class Grace(namedtuple("Grace", ['role', 'max_job_runtime', 'multiplier', 'buffer', 'pre_stop', 'computed', 'explicit'])):
     """A role's terminationGracePeriodSeconds and the terms it is made of."""
 
-    role: str
-    max_job_runtime: int
-    multiplier: float
-    buffer: int
-    pre_stop: int
-    computed: int
-    explicit: int | None
+    __slots__ = ()
+    # role: str
+    # max_job_runtime: int
+    # multiplier: float
+    # buffer: int
+    # pre_stop: int
+    # computed: int
+    # explicit: int | None
 
     @property
     def effective(self) -> int:
@@ -139,23 +143,23 @@ def pdb_api_version(kube_version: str) -> str:
     return "policy/v1" if at_least(kube_version, PDB_V1_MIN_VERSION) else "policy/v1beta1"
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(namedtuple("Probe", ['kind', 'handler', 'spec', 'period', 'failure', 'timeout', 'success', 'initial_delay', 'grace', 'enabled', 'max_age', 'path', 'source'], defaults=(None, None, "",))):
     """One resolved probe of a role: its handler and thresholds (what the chart renders)."""
 
-    kind: str  # readiness | liveness | startup
-    handler: str  # exec | httpGet | tcpSocket | grpc | heartbeat
-    spec: Mapping[str, Any]
-    period: int
-    failure: int
-    timeout: int
-    success: int
-    initial_delay: int
-    grace: int | None  # probe-level terminationGracePeriodSeconds as set (not version-gated)
-    enabled: bool
-    max_age: int | None = None  # heartbeat only
-    path: str | None = None  # heartbeat only
-    source: str = ""  # dotted key of the block the handler came from ("" = the built-in heartbeat)
+    __slots__ = ()
+    # kind: str  — readiness | liveness | startup
+    # handler: str  — exec | httpGet | tcpSocket | grpc | heartbeat
+    # spec: Mapping[str, Any]
+    # period: int
+    # failure: int
+    # timeout: int
+    # success: int
+    # initial_delay: int
+    # grace: int | None  — probe-level terminationGracePeriodSeconds as set (not version-gated)
+    # enabled: bool
+    # max_age: int | None = None  — heartbeat only
+    # path: str | None = None  — heartbeat only
+    # source: str = ""  — dotted key of the block the handler came from ("" = the built-in heartbeat)
 
     @property
     def window(self) -> int:
@@ -260,15 +264,15 @@ def rendered_probe_grace(probe: Probe, kube_version: str) -> int | None:
     return probe.grace
 
 
-@dataclass(frozen=True)
-class Drain:
+class Drain(namedtuple("Drain", ['mode', 'signal', 'command', 'stop_signal', 'wait_for_exit'], defaults=(False,))):
     """A role's drain adapter."""
 
-    mode: str
-    signal: str  # without the SIG prefix
-    command: tuple[str, ...]
-    stop_signal: str | None
-    wait_for_exit: bool = False
+    __slots__ = ()
+    # mode: str
+    # signal: str  — without the SIG prefix
+    # command: tuple[str, ...]
+    # stop_signal: str | None
+    # wait_for_exit: bool = False
 
 
 def role_drain(values: Mapping[str, Any], role: str) -> Drain:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 # What the limit caps. Either way the role's effective terminationGracePeriodSeconds is the number to
 # compare: a pod may legitimately use all of it, and the platform stops waiting at the limit.
@@ -11,16 +11,16 @@ GRACE = "grace"  # the per-pod grace period itself is cut to the limit
 DRAIN_TOTAL = "drain total"  # the whole per-node drain/notice window, eviction to pod exit
 
 
-@dataclass(frozen=True)
-class Platform:
+class Platform(namedtuple("Platform", ['name', 'title', 'limit_seconds', 'what', 'consequence', 'source'])):
     """One platform limit: the number, what it caps, what happens above it, and where it is documented."""
 
-    name: str
-    title: str
-    limit_seconds: int | None  # None: no documented default; the user must give NAME=SECONDS
-    what: str  # GRACE or DRAIN_TOTAL
-    consequence: str
-    source: str
+    __slots__ = ()
+    # name: str
+    # title: str
+    # limit_seconds: int | None  — None: no documented default; the user must give NAME=SECONDS
+    # what: str  — GRACE or DRAIN_TOTAL
+    # consequence: str
+    # source: str
 
 
 PLATFORMS: tuple[Platform, ...] = (

@@ -4,13 +4,18 @@ message, the fix and README documentation. Every expected number comes from gene
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from collections import namedtuple
+from collections.abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+    from typing import Any, Callable, Iterable, Iterator, Sequence
+
+    from .values import ValuesFile
 
 from . import model, platforms as plat
 from .findings import ERROR, POLICY, WARNING, Finding
-from .schema import dotted
-from .values import ValuesFile, merged
+from .findings import dotted
 
 KeyPath = tuple[str, ...]
 
@@ -19,25 +24,25 @@ class _Skip(Exception):
     """A value a rule needs is missing or mistyped (the schema check reports that)."""
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(namedtuple("Hit", ['paths', 'message', 'fix'])):
     """One rule violation before it is located: the key paths it concerns (the first one
     present in the user's file is where it is reported), the message and the fix."""
 
-    paths: Sequence[KeyPath]
-    message: str
-    fix: str
+    __slots__ = ()
+    # paths: Sequence[KeyPath]
+    # message: str
+    # fix: str
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(namedtuple("Context", ['values', 'user', 'kube_version', 'platforms'], defaults=((),))):
     """What a rule sees: merged values (defaults + file), the file's own values, the target
     kube version."""
 
-    values: Mapping[str, Any]
-    user: Mapping[str, Any]
-    kube_version: str
-    platforms: tuple[tuple[plat.Platform, int], ...] = ()
+    __slots__ = ()
+    # values: Mapping[str, Any]
+    # user: Mapping[str, Any]
+    # kube_version: str
+    # platforms: tuple[tuple[plat.Platform, int], ...] = ()
 
     def get(self, dotted_path: str, default: Any = None) -> Any:
         """Merged value at a dotted path, or default."""
@@ -78,16 +83,16 @@ class Context:
         return self.flag("migration.enabled", True) and self.flag("migration.useHelmHooks", True)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(namedtuple("Rule", ['id', 'severity', 'title', 'doc', 'fix', 'check'])):
     """A policy rule and its documentation."""
 
-    id: str
-    severity: str
-    title: str
-    doc: str  # what is wrong and why (README)
-    fix: str  # the generic fix (README); hits carry the concrete one
-    check: Callable[[Context], Iterable[Hit]]
+    __slots__ = ()
+    # id: str
+    # severity: str
+    # title: str
+    # doc: str  — what is wrong and why (README)
+    # fix: str  — the generic fix (README); hits carry the concrete one
+    # check: Callable[[Context], Iterable[Hit]]
 
 
 def _p(text: str) -> KeyPath:
@@ -616,10 +621,14 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_ID = {r.id: r for r in RULES}
 
 
-def check(vf: ValuesFile, kube_version: str,
-          platforms: Sequence[tuple[plat.Platform, int]] = ()) -> list[Finding]:
-    """Run every rule on a loaded values file (merged over the chart defaults)."""
-    ctx = Context(values=merged(vf.data), user=vf.data, kube_version=kube_version, platforms=tuple(platforms))
+def check(vf: ValuesFile, kube_version: str, platforms: Sequence[tuple[plat.Platform, int]] = (),
+          values: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Run every rule on a loaded values file, merged over the chart defaults (or `values`:
+    the merged values when the caller has them)."""
+    if values is None:
+        from .values import merged
+        values = merged(vf.data)
+    ctx = Context(values=values, user=vf.data, kube_version=kube_version, platforms=tuple(platforms))
     findings: list[Finding] = []
     for rule in RULES:
         try:

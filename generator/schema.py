@@ -12,11 +12,11 @@ from typing import Any, Iterable
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from .findings import ERROR, INPUT, SCHEMA, Finding
+from .findings import ERROR, INPUT, SCHEMA, Finding, dotted
 from . import charts
-from .values import CHART_DIR, ValuesFile, merged
+from .values import ValuesFile, merged
 
-SCHEMA_FILE = CHART_DIR / "values.schema.json"  # the shipped chart's; validate() uses the active chart's
+SCHEMA_FILE = charts.DEFAULT_DIR / "values.schema.json"  # the shipped chart's; validate() uses the active chart's
 
 
 class SchemaUnavailable(Exception):
@@ -38,17 +38,6 @@ def load_validator(schema_file: Path = SCHEMA_FILE) -> Any:
     except jsonschema.SchemaError as exc:
         raise SchemaUnavailable(f"{schema_file}: invalid schema: {exc.message}") from exc
     return cls(schema)
-
-
-def dotted(path: Iterable[str | int]) -> str:
-    """('handlers', 'web', 'env', 0) -> 'handlers.web.env[0]'."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
 
 
 def _extra_keys(err: ValidationError) -> list[str]:

@@ -26,7 +26,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from generator import cli
+from generator import entry
 from unit_support import JH, REPO
 
 EXAMPLES_DIR = REPO / "values-examples"
@@ -75,7 +75,7 @@ def run_inprocess(*args: str) -> Run:
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            rc = cli.main(list(args))
+            rc = entry.main(list(args))  # the console script: the fast path, else the full CLI
         except SystemExit as exc:  # argparse
             rc = exc.code if isinstance(exc.code, int) else 2
         for w in caught:  # a real run prints warnings on stderr
