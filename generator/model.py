@@ -127,7 +127,8 @@ def liveness_initial_delay(values: Mapping[str, Any], kube_version: str) -> int:
     if startup_probe_rendered(values, kube_version):
         return 0
     sp = values.get("startupProbe", {})
-    return int(sp.get("periodSeconds", 5)) * int(sp.get("failureThreshold", 60))
+    # the chart defaults (chart/values.yaml startupProbe: 1 s x 300) when a key is missing
+    return int(sp.get("periodSeconds", 1)) * int(sp.get("failureThreshold", 300))
 
 
 def probe_grace(values: Mapping[str, Any], kube_version: str) -> int | None:
