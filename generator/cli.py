@@ -26,10 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _kube_version(text: str) -> str:
     try:
-        major, minor = model.version_tuple(text)
+        return model.minor_version(text)
     except (ValueError, IndexError):
         raise argparse.ArgumentTypeError(f"invalid kube version {text!r} (use e.g. 1.34)") from None
-    return f"{major}.{minor}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -61,7 +61,7 @@ def run(argv: list[str]) -> int | None:
     if cache is None:
         return None
     try:
-        major, minor = model.version_tuple(kube_text or model.DEFAULT_KUBE_VERSION)
+        kube_version = model.minor_version(kube_text or model.DEFAULT_KUBE_VERSION)
     except (ValueError, IndexError):
         return None  # argparse reports it
     from .platforms import parse_platform
@@ -80,7 +80,7 @@ def run(argv: list[str]) -> int | None:
                 data = fastyaml.load(fh.read()) or {}
             values = coalesce(cache.DEFAULTS, data)
             cache.validate(values)
-            if check_rules(ValuesFile(path=path, data=data), f"{major}.{minor}", platforms, values):
+            if check_rules(ValuesFile(path=path, data=data), kube_version, platforms, values):
                 return None
         except Exception:  # noqa: BLE001 - unsure, unreadable, invalid: the full path reports it
             return None

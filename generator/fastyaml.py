@@ -12,16 +12,16 @@ YAML 1.1 booleans other than true/false, line breaks other than \\n, and any par
 from __future__ import annotations
 
 import re
+import sys
 
 import yaml
+
+from .values import MAX_BYTES, MAX_DEPTH, MAX_NODES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_NODES = 100_000  # as values.py
-MAX_DEPTH = 64
-MAX_BYTES = 4 * 1024 * 1024
 
 _T = "tag:yaml.org,2002:"
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -30,7 +30,7 @@ _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": Fals
 _NULL = frozenset(("", "~", "null", "Null", "NULL"))
 # Unicode line breaks libyaml and ruamel may treat differently, tabs, BOM, control characters.
 _ODD_TEXT = re.compile("[\r\t\x85\u2028\u2029\ufeff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-_FLOAT_MAX = 1.7976931348623157e308
+_FLOAT_MAX = sys.float_info.max
 
 
 class Unsure(Exception):

@@ -3,17 +3,15 @@ jinja2 templates, with every expected value computed now by generator.model."""
 
 from __future__ import annotations
 
-import os
 import pprint
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import jinja2
 
-from . import charts, helm, model
+from . import atomic, charts, helm, model
 from .findings import exit_code
 from .schema import validate as check_schema
 from .values import load_values, merged
@@ -152,13 +150,6 @@ def _existing(out_dir: Path) -> dict[str, str]:
     return found
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_DIR, *, check: bool = False,
               versions: Sequence[str] = model.KUBE_VERSIONS) -> GenResult:
     """Generate (or, with check, compare) one test file per example; obsolete generated
@@ -189,7 +180,7 @@ def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in sorted(wanted.items()):
         if existing.get(name) != text:
-            _write_atomic(out_dir / name, text)
+            atomic.write_text(out_dir / name, text)
             result.written.append(f"{rel}/{name}")
     for name in sorted(set(existing) - set(wanted)):
         (out_dir / name).unlink()

@@ -50,6 +50,12 @@ def version_tuple(version: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
 
 
+def minor_version(version: str) -> str:
+    """'v1.29.3-eks-1' -> '1.29' (ValueError/IndexError when it is not a version)."""
+    major, minor = version_tuple(version)
+    return f"{major}.{minor}"
+
+
 def at_least(version: str, minimum: str) -> bool:
     """Semver-style 'version >= minimum' on major.minor (pre-release suffixes match)."""
     return version_tuple(version) >= version_tuple(minimum)

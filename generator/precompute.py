@@ -11,12 +11,10 @@ class it imports is defined in the module, so the wheel does not need fastjsonsc
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-from . import chartcache
+from . import atomic, chartcache
 
 OUT = Path(__file__).resolve().parent / "_chartcache.py"
 
@@ -65,19 +63,6 @@ def build(chart_dir: Path) -> str:
             f"DEFAULTS = {vf.data!r}\n" + _EXCEPTION + "\n" + code)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and rename (never half-written)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def main(argv: list[str]) -> int:
     """`python -m generator.precompute [--check]`."""
     from .charts import DEFAULT_DIR
@@ -91,7 +76,7 @@ def main(argv: list[str]) -> int:
         print(f"precompute --check: {OUT.name} is up to date")
         return 0
     if current != text:
-        write_atomic(OUT, text)
+        atomic.write_text(OUT, text)
         print(f"wrote {OUT}")
     return 0
 

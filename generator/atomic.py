@@ -1,0 +1,24 @@
+"""Write a generated file without ever leaving it half-written: a temp file in the same
+directory, then a rename."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically, mode 0644."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
