@@ -64,6 +64,17 @@ def test_nodes_ready(core_v1: client.CoreV1Api) -> None:
         assert node.status.node_info.kubelet_version.startswith("v1."), node.status.node_info
 
 
+def test_node_addresses_match_their_containers(core_v1: client.CoreV1Api) -> None:
+    """The API server reaches each kubelet (logs, exec) at the node's InternalIP: after
+    dockerd restarts the node containers in another order it must follow their new IPs."""
+    for node in core_v1.list_node().items:
+        internal = [a.address for a in node.status.addresses if a.type == "InternalIP"]
+        ip = subprocess.run(["docker", "inspect", "-f",
+                             "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                             node.metadata.name], capture_output=True, text=True, check=True).stdout.strip()
+        assert internal == [ip], f"node {node.metadata.name}: API server has {internal}, container has {ip}"
+
+
 def test_pod_from_local_image_runs(core_v1: client.CoreV1Api, namespace: str, smoke_image: str) -> None:
     probe = client.V1Probe(http_get=client.V1HTTPGetAction(path="/", port=8080), period_seconds=1)
     core_v1.create_namespaced_pod(namespace, pod("web", [

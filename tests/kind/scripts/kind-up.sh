@@ -48,6 +48,30 @@ if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
   fi
 fi
 
+# nodes whose kubelet reports another InternalIP than their container has: the API server
+# would send logs and exec for their pods to whichever node holds that IP now
+ip_mismatch() {
+  local n want have
+  for n in $(docker ps --filter "label=io.x-k8s.kind.cluster=$name" --format '{{.Names}}' \
+             | grep -v -- '-external-load-balancer$'); do
+    want=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$n")
+    have=$(kubectl get node "$n" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}' 2>/dev/null || true)
+    [[ $have == "$want" ]] || echo "$n:${have:-?}->$want"
+  done
+}
+
+if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
+  "$KIND" get kubeconfig --name "$name" > "$kubeconfig.tmp" && mv "$kubeconfig.tmp" "$kubeconfig"
+  deadline=$((SECONDS + 90))
+  # a just-restarted node's kubelet reports its new IP within seconds
+  while mismatch=$(ip_mismatch) && [[ -n $mismatch ]] && ((SECONDS < deadline)); do sleep 3; done
+  if [[ -n $mismatch ]]; then
+    log "cluster $name: node IPs differ from what the API server knows ($(echo $mismatch)): recreating it"
+    "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
+    rm -f "$kubeconfig.delete"
+  fi
+fi
+
 if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
   log "cluster $name exists"
   if [[ $offline == 1 ]]; then
