@@ -143,7 +143,12 @@ Call with (list $ "role"). */}}
 {{- end }}
 {{- end }}
 
-{{/* The heartbeat script. Call with (dict "root" $ "probe" $resolved "kind" "readiness" "markers" bool). */}}
+{{/* The heartbeat script. Call with (dict "root" $ "probe" $resolved "kind" "readiness" "markers" bool).
+The startup kind also refuses a heartbeat older than the container: a crashed handler's
+last beat survives in the pod's emptyDir and would pass the restarted container's
+startupProbe before the new process has started. PID 1's start is field 22 of
+/proc/1/stat (1/100 s since boot, USER_HZ) plus btime from /proc/stat; where /proc/1 is
+unreadable the check is left out. */}}
 {{- define "jobhandlers.probe.heartbeatScript" -}}
 {{- $dir := .root.Values.heartbeat.dir }}
 {{- $max := int64 .probe.maxAge }}
@@ -157,6 +162,13 @@ for f in {{ .probe.path }}; do m=$(stat -c %Y "$f" 2>/dev/null) && [ "$m" -gt "$
 [ "$newest" -gt 0 ] || { echo "no heartbeat file yet ({{ .probe.path }})"; exit 1; }
 age=$(( $(date +%s) - newest ))
 if [ "$age" -gt {{ $max }} ]; then echo "{{ $word }}: heartbeat is ${age}s old (max {{ $max }}s)"; exit 1; fi
+{{- if eq .kind "startup" }}
+if read -r s < /proc/1/stat 2>/dev/null; then
+  s=${s##*) }; set -- $s; b=
+  while read -r k v; do [ "$k" = btime ] && b=$v && break; done < /proc/stat
+  if [ -n "$b" ] && [ -n "${20:-}" ] && [ "$newest" -lt $(( b + ${20} / 100 )) ]; then echo "not started: the newest heartbeat is from before this container started"; exit 1; fi
+fi
+{{- end }}
 {{- end }}
 
 {{/* One probe, as the YAML under readinessProbe:/livenessProbe:/startupProbe:.

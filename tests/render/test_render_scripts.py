@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -114,6 +115,22 @@ def test_probes_follow_the_heartbeat_and_markers(state, probes):
     assert run(probes["preStop"]).returncode == 0  # preStop: the stopping marker
     assert (state / "stopping").exists()
     assert codes(probes) == (1, 0, 0)
+
+
+def test_startup_probe_wants_a_heartbeat_of_this_container(state, probes):
+    """A crashed handler's last beat survives in the pod's emptyDir; the restarted
+    container's startupProbe must wait for a beat written after its own PID 1 started.
+    The container is a fresh PID namespace (unshare), the probe runs beside its PID 1."""
+    beat(state, 3)  # the previous container's last beat
+    startup, readiness = shlex.join(probes["startupProbe"]), shlex.join(probes["readinessProbe"])
+    inner = (f"{startup}; echo startup=$?; {readiness} >/dev/null; echo readiness=$?; "
+             f"touch {shlex.quote(str(state / 'heartbeat'))}; {startup}; echo startup=$?")
+    proc = run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", inner])
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out == ["not started: the newest heartbeat is from before this container started",
+                   "startup=1", "readiness=0", "startup=0"], proc.stdout
+    assert run(probes["startupProbe"]).returncode == 0  # beside the host's PID 1 the beat is new
 
 
 def test_entrypoint_clears_a_stale_stopping_marker_and_keeps_drain(state, probes):
