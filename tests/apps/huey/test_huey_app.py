@@ -6,11 +6,18 @@ running task finish, SIGTERM interrupts it (and huey does not re-enqueue it)."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from hyapp import CONSUMER, App, output, query, wait_for
+import yaml
+from hyapp import CONSUMER, ROOT, VENV, App, output, query, wait_for
+
+EXAMPLE = yaml.safe_load((ROOT / "values-examples" / "huey.yaml").read_text())["handlers"]["job"]
+# values-examples/huey.yaml's readiness probe: ["python3", "-c", CODE]
+READY = EXAMPLE["readinessProbe"]["exec"]["command"][2]
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("huey")]
 
@@ -71,6 +78,15 @@ def test_tasks_run_through_postgres(app: Callable[..., App]) -> None:
     wait_for(lambda: sum(1 for r in runs(a.url) if r[2]) == 3, 60, "3 finished runs", interval=0.3)
     assert queued(a.url) == 0
     assert len({r[0] for r in runs(a.url)}) == 3
+    # the probes of values-examples/huey.yaml: liveness = the consumer has child processes
+    # (2 workers + the scheduler), readiness = the queue database answers
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    assert len(children) == 3, children
+    ready = subprocess.run([str(VENV / "bin" / "python"), "-c", READY], env=a.env(), capture_output=True, text=True)
+    assert ready.returncode == 0, ready.stderr
+    down = subprocess.run([str(VENV / "bin" / "python"), "-c", READY], capture_output=True, text=True,
+                          env={**a.env(), "DATABASE_URL": a.url.rsplit("/", 1)[0] + "/no_such_database"})
+    assert down.returncode != 0
     proc.send_signal(signal.SIGINT)
     assert proc.wait(30) == 0, output(proc)
 

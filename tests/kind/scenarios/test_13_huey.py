@@ -14,7 +14,7 @@ import pytest
 from jhkind import huey as hy
 from jhkind.cluster import job_state, parse_time
 from jhkind.locks import lock_done
-from jhkind.observe import deletion_started, is_handler_pod, terminated_state
+from jhkind.observe import LogFollower, deletion_started, is_handler_pod, terminated_state
 from jhkind.scenario import Scenario, job_completed_at
 from jhkind.waits import wait_until
 
@@ -67,6 +67,7 @@ def rollout_with_tasks(sc: Scenario, drain: dict[str, Any], n: int) -> dict[str,
         wait_until(lambda: hy.job_report(sc)["unfinished_runs"] >= 3, 60, "3 tasks in flight",
                    describe=lambda: str(hy.job_report(sc)))
     old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
+    logs = {uid: LogFollower(sc.kube, sc.namespace, name, "job").start() for uid, name in old.items()}
     with p.phase("rollout restart of the job role"):
         sc.restart_role("job")
         sc.wait_rollout("job", set(old), timeout=grace + 180)
@@ -82,20 +83,24 @@ def rollout_with_tasks(sc: Scenario, drain: dict[str, Any], n: int) -> dict[str,
     report["lost"] = n - report["finished"]
     p.fact("job_report", report)
     last = sc.timeline.last_pods()
-    exits = {}
+    exits: dict[str, tuple[int, float]] = {}
+    signals: dict[str, list[str]] = {}
     for uid, name in old.items():
         started = deletion_started(sc.timeline, uid)
         term = terminated_state(last[uid], "job")
         assert started is not None and term is not None, f"{name}: deletion or final state not seen"
         exits[name] = (term["exitCode"], round(parse_time(term["finishedAt"]) - started, 1))
+        logs[uid].join(5)
+        signals[name] = sorted({sig for ln in logs[uid].lines for sig in ("SIGINT", "SIGTERM") if f"Received {sig}" in ln})
         p.note(f"{name}: exit {term['exitCode']} {exits[name][1]:.0f}s after delete (grace {grace}s)")
         report.setdefault("finished_while_draining", 0)
         report["finished_while_draining"] += int(sc.pg.sql(sc.database, (
-            "SELECT count(*) FROM jhtasks_taskrun WHERE started_at < to_timestamp(%f) "
-            "AND finished_at > to_timestamp(%f)") % (started, started))[0][0])
+            "SELECT count(*) FROM jhtasks_taskrun WHERE worker LIKE '%s:%%' AND started_at < to_timestamp(%f) "
+            "AND finished_at > to_timestamp(%f)") % (name, started, started))[0][0])
     p.fact("old_pod_exits", exits)
+    p.fact("old_pod_signals", signals)
     p.fact("jobs_finished_while_draining", report["finished_while_draining"])
-    report["exits"], report["grace"] = exits, grace
+    report["exits"], report["grace"], report["signals"] = exits, grace, signals
     return report
 
 
@@ -108,6 +113,8 @@ def test_13b_huey_rollout_signal_int_drains(scenario: Scenario) -> None:
             assert code == 0, f"{name} exited {code}"
             assert seconds < report["grace"], f"{name} needed {seconds:.0f}s, grace {report['grace']}s"
         assert report["finished_while_draining"] > 0, "the rollout hit no busy consumer: nothing was drained"
+        # huey saw the preStop's SIGINT and exited before the kubelet's SIGTERM
+        assert all(sigs == ["SIGINT"] for sigs in report["signals"].values()), report["signals"]
         restarts = sc.handler_restarts()
         assert sum(restarts.values()) == 0, restarts
 
@@ -121,3 +128,4 @@ def test_13c_huey_rollout_sigterm_alone_loses_tasks(scenario: Scenario) -> None:
     with p.phase("tasks interrupted and lost: the signal adapter of 13b measures something real"):
         assert report["interrupted_runs"] > 0 and report["lost"] > 0, report
         assert report["lost"] == report["interrupted_runs"], f"huey re-ran an interrupted task: {report}"
+        assert all(sigs == ["SIGTERM"] for sigs in report["signals"].values()), report["signals"]
