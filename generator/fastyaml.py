@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 _T = "tag:yaml.org,2002:"
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
+# Plain y/Y/n/N: booleans in YAML 1.1, strings to libyaml's resolver.
+_YAML11_YN = frozenset({"y", "Y", "n", "N"})
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _NULL = frozenset(("", "~", "null", "Null", "NULL"))
 # Unicode line breaks libyaml and ruamel may treat differently, tabs, BOM, control characters.
@@ -94,6 +96,8 @@ def _plain(node: Any, seen: set[int], depth: int, budget: list[int]) -> Any:
 def _scalar(node: Any) -> Any:
     tag, value = node.tag, node.value
     if tag == _T + "str":
+        if not node.style and value in _YAML11_YN:  # libyaml: str; YAML 1.1 (ruamel, helm): bool
+            raise Unsure("y/n")
         return value
     if node.style:  # a quoted or block scalar with an explicit non-str tag: leave it to ruamel
         raise Unsure("tagged scalar")

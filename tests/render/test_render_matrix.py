@@ -171,6 +171,11 @@ def test_grace_per_role_equals_model(objs, values, version):
         action = model.prestop_action(values, role, version)
         if drain.mode == "marker":
             assert pre_stop["exec"]["command"] == ["sh", "-c", f"touch '{state}/stopping'; sleep {sleep}"]
+        elif drain.mode == "signal" and drain.wait_for_exit:
+            # waits for PID 1 to exit (at most DRAIN_DEADLINE_SECONDS), never a fixed sleep
+            assert pre_stop["exec"]["command"] == ["sh", "-c", (
+                f"kill -s {drain.signal} 1; n=0; while kill -0 1 2>/dev/null && [ $n -lt {grace.drain_deadline} ]; "
+                "do sleep 1; n=$((n + 1)); done")]
         elif drain.mode == "signal":
             assert pre_stop["exec"]["command"] == ["sh", "-c", f"kill -s {drain.signal} 1; sleep {sleep}"]
         elif action == "sleep":
