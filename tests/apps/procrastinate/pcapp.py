@@ -23,12 +23,14 @@ class App:
         self.url = url
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.extra_env: dict[str, str] = {}
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PROCRASTINATE_"))}
         env.update({"DATABASE_URL": self.url, "DJANGO_SETTINGS_MODULE": "jhproc.settings",
                     "PYTHONPATH": str(self.project), "PYTHONDONTWRITEBYTECODE": "1",
                     "PYTHONUNBUFFERED": "1", "PATH": f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"})
+        env.update(self.extra_env)
         return env
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

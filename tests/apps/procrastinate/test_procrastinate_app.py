@@ -159,6 +159,40 @@ def test_wedged_worker_ignores_sigterm_and_passes_healthchecks(app: Callable[...
     assert a.run("procrastinate", "healthchecks").returncode == 0
 
 
+def test_worker_heartbeat_log_fresh_while_busy_stale_when_wedged(app: Callable[..., App], dburl: str,
+                                                                facts: dict, tmp_path: Any) -> None:
+    """The liveness signal of values-examples/procrastinate.yaml: with WORKER_HEARTBEAT_LOG the
+    settings send procrastinate.worker's DEBUG lines (its own 10 s heartbeat) to a file. A
+    sync job in its thread leaves the loop beating; the `wedge` task stops every beat. Only
+    the worker writes the file: a probe or a shell of the same settings never touches it."""
+    beat = tmp_path / "worker-heartbeat.log"
+    a = app(1)
+    a.extra_env["WORKER_HEARTBEAT_LOG"] = str(beat)
+    assert a.run("migrate", "--noinput").returncode == 0
+    assert a.run("procrastinate", "healthchecks").returncode == 0
+    assert not beat.exists(), "a non-worker command wrote the heartbeat log"
+    assert a.run("procrastinate", "defer", "sleep_task", '{"seconds": 24}').returncode == 0
+    worker = a.start("procrastinate", "worker", "--concurrency=2", "--shutdown-graceful-timeout=2")
+    wait_for(lambda: started_runs(dburl), 30, "sleep_task to start")
+    oldest = 0.0
+    while not started_runs(dburl)[0][2]:
+        assert worker.poll() is None, output(worker)
+        oldest = max(oldest, time.time() - beat.stat().st_mtime)
+        time.sleep(0.5)
+    facts["heartbeat_log_max_age_busy_s"] = round(oldest, 1)
+    assert oldest < 12, f"the heartbeat log was {oldest:.1f}s old while the worker was busy (beats every 10 s)"
+    assert "Updating heartbeat of worker" in beat.read_text()
+    assert "DEBUG" not in output(worker), "DEBUG lines leaked to stderr"
+    assert a.run("procrastinate", "defer", "wedge").returncode == 0
+    wait_for(lambda: started_runs(dburl, "wedge"), 30, "wedge to start")
+    time.sleep(0.5)
+    wedged_at = beat.stat().st_mtime
+    time.sleep(14)
+    assert beat.stat().st_mtime == wedged_at, "a wedged worker kept writing its heartbeat log"
+    facts["heartbeat_log_age_wedged_s"] = round(time.time() - wedged_at, 1)
+    assert a.run("procrastinate", "healthchecks").returncode == 0  # the healthcheck still passes
+
+
 def test_slow_migration_from_a_real_lock(app: Callable[..., App], dburl: str, facts: dict) -> None:
     """v1 -> v2 while another session holds ACCESS EXCLUSIVE on the table the v2 migration
     alters: migrate really waits in PostgreSQL; the schema check says 'behind' meanwhile."""

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from jhkind import liveness as live
 from jhkind import procrastinate as pc
 from jhkind.cluster import job_state, parse_time, pod_ready
 from jhkind.locks import lock_done
@@ -132,3 +133,37 @@ def test_5d_procrastinate_upgrade_locked_migration(scenario: Scenario) -> None:
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
         assert sum(restarts.values()) == 0, restarts
+
+
+def test_5e_procrastinate_liveness_busy_and_wedged(scenario: Scenario) -> None:
+    """Liveness is the worker's own heartbeat (a DEBUG line every 10 s from its event loop,
+    logged to a file by the app's settings). A sync job twice the liveness window long
+    leaves the loop beating: no restart. The app's `wedge` task blocks the loop (no
+    heartbeat, no signal handling; `procrastinate healthchecks` still passes, tests/apps):
+    the worker is restarted in place, SIGKILLed after the probe-level grace."""
+    sc, p = scenario, scenario.progress
+    with p.phase("install 2 workers x 2 slots; liveness = the worker heartbeat log"):
+        sc.install(pc.values(replicas=2, concurrency=2, max_job_s=90)).check("helm install")
+        sc.wait_handlers_ready(120)
+    window = pc.LIVENESS_MAX_AGE + 5
+    busy_s = 2 * window
+    pod0 = sc.handler_pods("job")[0]["metadata"]["name"]
+    with p.phase(f"a {busy_s}s sync job (2 x the {window}s liveness window): left alone"):
+        pc.defer(sc, pod0, [busy_s])
+        wait_until(lambda: pc.job_report(sc)["states"].get("succeeded", 0) == 1, busy_s + 60,
+                   "the long job to succeed", interval=2, describe=lambda: str(pc.job_report(sc)))
+        live.assert_left_alone(sc, p, f"{busy_s}s job")
+    with p.phase("the wedge task blocks one worker's event loop: liveness restarts it in place"):
+        pc.defer_wedge(sc, pod0)
+        wait_until(lambda: pc.job_report(sc)["states"].get("doing", 0) == 1, 30, "the wedge to start",
+                   describe=lambda: str(pc.job_report(sc)))
+        t_wedge = time.time()
+        name = live.wait_restarted_by_liveness(sc, p, "job", t_wedge,
+                                               timeout=window + pc.LIVENESS_GRACE + 60,
+                                               probe_grace=pc.LIVENESS_GRACE)
+        assert time.time() - t_wedge >= pc.LIVENESS_MAX_AGE - 10, "restarted before its heartbeat could be stale"
+    with p.phase("the restarted worker passes its startupProbe on a fresh beat; the other was left alone"):
+        sc.wait_handlers_ready(120)
+        restarts = sc.handler_restarts()
+        p.fact("restarts_per_pod", restarts)
+        assert restarts.get(name) == 1 and sum(restarts.values()) == 1, restarts

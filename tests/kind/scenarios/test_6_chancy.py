@@ -10,6 +10,7 @@ import time
 import pytest
 
 from jhkind import chancy as pc
+from jhkind import liveness as live
 from jhkind.cluster import job_state, parse_time, pod_ready
 from jhkind.locks import lock_done
 from jhkind.observe import LogFollower, deletion_started, handler_exit_codes, is_handler_pod, terminated_state
@@ -142,3 +143,41 @@ def test_6d_chancy_upgrade_locked_migration(scenario: Scenario) -> None:
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
         assert sum(restarts.values()) == 0, restarts
+
+
+LIVENESS_GRACE = 10
+
+
+def test_6e_chancy_liveness_busy_and_wedged(scenario: Scenario) -> None:
+    """Liveness is chancy's own GET /health, served from the worker's event loop; jobs run
+    in child processes. A job three liveness windows long: no restart. A worker frozen from
+    its node (SIGSTOP: a hung process, as Kubernetes sees it) stops answering: restarted in
+    place, SIGKILLed after the probe-level grace (a stopped process cannot act on SIGTERM)."""
+    sc, p = scenario, scenario.progress
+    liveness = {"periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 2,
+                "terminationGracePeriodSeconds": LIVENESS_GRACE}
+    with p.phase("install 2 workers; liveness = chancy's /health, window 10 s"):
+        sc.install(pc.values(replicas=2, max_job_s=60),
+                   {"handlers": {"job": {"livenessProbe": liveness}}}).check("helm install")
+        sc.wait_handlers_ready(120)
+    window = liveness["periodSeconds"] * liveness["failureThreshold"]
+    busy_s = 4 * window
+    pod0 = sc.handler_pods("job")[0]["metadata"]["name"]
+    with p.phase(f"a {busy_s}s job (4 x the {window}s liveness window): left alone"):
+        pc.push(sc, pod0, [busy_s])
+        wait_until(lambda: pc.job_report(sc)["states"].get("succeeded", 0) == 1, busy_s + 60,
+                   "the long job to succeed", interval=2, describe=lambda: str(pc.job_report(sc)))
+        live.assert_left_alone(sc, p, f"{busy_s}s job")
+    with p.phase("one worker frozen (SIGSTOP from its node): liveness restarts it in place"):
+        victim = sc.handler_pods("job")[1]["metadata"]["name"]
+        live.freeze(sc, victim, "job")
+        t_freeze = time.time()
+        name = live.wait_restarted_by_liveness(sc, p, "job", t_freeze, timeout=window + LIVENESS_GRACE + 60,
+                                               probe_grace=LIVENESS_GRACE)
+        assert name == victim, f"{name} was restarted, {victim} was frozen"
+        assert time.time() - t_freeze >= window - liveness["periodSeconds"], "restarted before the window"
+    with p.phase("the restarted worker is Ready again; the other was left alone"):
+        sc.wait_handlers_ready(120)
+        restarts = sc.handler_restarts()
+        p.fact("restarts_per_pod", restarts)
+        assert restarts.get(victim) == 1 and sum(restarts.values()) == 1, restarts

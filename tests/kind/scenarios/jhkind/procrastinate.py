@@ -17,6 +17,12 @@ HEALTHCHECKS = ["django-admin", "procrastinate", "healthchecks"]
 FRESH_LOCK = "CREATE TABLE jhtasks_taskrun (id int)"
 # The v2 migration (ALTER TABLE jhtasks_taskrun ADD worker) waits behind this.
 UPGRADE_LOCK = "LOCK TABLE jhtasks_taskrun IN ACCESS EXCLUSIVE MODE"
+# The worker's own heartbeat (a DEBUG log line every 10 s from its event loop), sent to a
+# file by the app's settings (WORKER_HEARTBEAT_LOG): the liveness signal, as in
+# values-examples/procrastinate.yaml. healthchecks cannot see a wedged loop.
+HEARTBEAT_LOG = "worker-heartbeat.log"
+LIVENESS_MAX_AGE = 25
+LIVENESS_GRACE = 10
 
 
 def values(tag: str = "1", concurrency: int = 4, replicas: int = 1, max_job_s: int = 30) -> dict[str, Any]:
@@ -36,14 +42,19 @@ def values(tag: str = "1", concurrency: int = 4, replicas: int = 1, max_job_s: i
         "handlers": {
             "web": {"enabled": False},
             "job": {
-                "replicas": replicas, "maxJobRuntimeSeconds": max_job_s, "env": [],
+                "replicas": replicas, "maxJobRuntimeSeconds": max_job_s,
+                "env": [{"name": "WORKER_HEARTBEAT_LOG", "value": f"$(JOBHANDLERS_STATE_DIR)/{HEARTBEAT_LOG}"}],
                 "resources": {"requests": {"cpu": "10m", "memory": "96Mi"}},
                 "command": ["django-admin", "procrastinate", "worker"],
                 "args": [f"--concurrency={concurrency}", "--shutdown-graceful-timeout=$(DRAIN_DEADLINE_SECONDS)"],
                 "readinessProbe": {"exec": {"command": HEALTHCHECKS}, "periodSeconds": 5,
                                    "timeoutSeconds": 10, "failureThreshold": 2},
-                "livenessProbe": {"exec": {"command": HEALTHCHECKS}, "periodSeconds": 5,
-                                  "timeoutSeconds": 10, "failureThreshold": 1},
+                # window 25 + 5 x 1 = 30 s >= 3 x readiness (5 x 2): JH002
+                "livenessProbe": {"heartbeat": {"path": HEARTBEAT_LOG, "maxAgeSeconds": LIVENESS_MAX_AGE},
+                                  "periodSeconds": 5, "timeoutSeconds": 2, "failureThreshold": 1,
+                                  "terminationGracePeriodSeconds": LIVENESS_GRACE},
+                # started = the worker's loop has logged since this container started
+                "startupProbe": {"heartbeat": {"path": HEARTBEAT_LOG}},
             },
         },
     }
@@ -55,6 +66,13 @@ def defer(sc: Scenario, pod: str, seconds: list[float]) -> None:
             f"for s in {json.dumps(seconds)}: sleep_task.defer(seconds=s)")
     res = sc.kube.exec(sc.namespace, pod, ["django-admin", "shell", "-c", code], container="job", timeout=120)
     assert res.rc == 0, f"defer failed (exit {res.rc}): {res.stderr[-2000:]}"
+
+
+def defer_wedge(sc: Scenario, pod: str) -> None:
+    """Defer the test app's `wedge` task: an async task that blocks the worker's event loop."""
+    res = sc.kube.exec(sc.namespace, pod, ["django-admin", "procrastinate", "defer", "wedge"], container="job",
+                       timeout=120)
+    assert res.rc == 0, f"defer wedge failed (exit {res.rc}): {res.stderr[-2000:]}"
 
 
 def job_report(sc: Scenario) -> dict[str, Any]:

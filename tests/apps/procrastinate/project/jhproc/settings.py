@@ -40,13 +40,29 @@ DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                            "level": os.environ.get("PROCRASTINATE_LOG_LEVEL", "INFO")}},
     "loggers": {
         "procrastinate": {"handlers": ["stderr"], "level": os.environ.get("PROCRASTINATE_LOG_LEVEL", "INFO")},
         "procrastinate.blueprints": {"level": "WARNING"},
     },
 }
+# The worker's own heartbeat made visible to a liveness probe: procrastinate's worker
+# updates its heartbeat row every 10 s from its event loop and logs it at DEBUG
+# ("Updating heartbeat of worker N"). With WORKER_HEARTBEAT_LOG set, those DEBUG lines of
+# procrastinate.worker (and only they) go to that file, so its age is the age of the event
+# loop's last sign of life: a busy worker (sync jobs run in threads) keeps it fresh, a
+# wedged loop lets it go stale. `procrastinate healthchecks` runs in a separate process and
+# only checks the database, so it cannot see a wedged worker. Configuration only: no code
+# of ours runs in the worker. delay=True: a process that never logs as the worker (the
+# probes, migrate, shell) never touches the file.
+_heartbeat_log = os.environ.get("WORKER_HEARTBEAT_LOG", "")
+if _heartbeat_log:
+    LOGGING["handlers"]["heartbeat"] = {
+        "class": "logging.handlers.RotatingFileHandler", "filename": _heartbeat_log, "delay": True,
+        "maxBytes": 65536, "backupCount": 1, "level": "DEBUG", "formatter": "plain"}
+    LOGGING["loggers"]["procrastinate.worker"] = {"handlers": ["heartbeat"], "level": "DEBUG"}
