@@ -149,10 +149,7 @@ def test_5e_procrastinate_liveness_busy_and_wedged(scenario: Scenario) -> None:
     busy_s = 2 * window
     pod0 = sc.handler_pods("job")[0]["metadata"]["name"]
     with p.phase(f"a {busy_s}s sync job (2 x the {window}s liveness window): left alone"):
-        pc.defer(sc, pod0, [busy_s])
-        wait_until(lambda: pc.job_report(sc)["states"].get("succeeded", 0) == 1, busy_s + 60,
-                   "the long job to succeed", interval=2, describe=lambda: str(pc.job_report(sc)))
-        live.assert_left_alone(sc, p, f"{busy_s}s job")
+        live.busy_job_left_alone(sc, p, lambda seconds: pc.defer(sc, pod0, seconds), lambda: pc.job_report(sc), busy_s)
     with p.phase("the wedge task blocks one worker's event loop: liveness restarts it in place"):
         pc.defer_wedge(sc, pod0)
         wait_until(lambda: pc.job_report(sc)["states"].get("doing", 0) == 1, 30, "the wedge to start",

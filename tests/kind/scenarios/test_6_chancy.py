@@ -164,10 +164,7 @@ def test_6e_chancy_liveness_busy_and_wedged(scenario: Scenario) -> None:
     busy_s = 4 * window
     pod0 = sc.handler_pods("job")[0]["metadata"]["name"]
     with p.phase(f"a {busy_s}s job (4 x the {window}s liveness window): left alone"):
-        pc.push(sc, pod0, [busy_s])
-        wait_until(lambda: pc.job_report(sc)["states"].get("succeeded", 0) == 1, busy_s + 60,
-                   "the long job to succeed", interval=2, describe=lambda: str(pc.job_report(sc)))
-        live.assert_left_alone(sc, p, f"{busy_s}s job")
+        live.busy_job_left_alone(sc, p, lambda seconds: pc.push(sc, pod0, seconds), lambda: pc.job_report(sc), busy_s)
     with p.phase("one worker frozen (SIGSTOP from its node): liveness restarts it in place"):
         victim = sc.handler_pods("job")[1]["metadata"]["name"]
         live.freeze(sc, victim, "job")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from typing import Any, Callable
 
 from .cluster import event_time, parse_time, restart_count
 from .progress import Progress
@@ -28,6 +29,16 @@ def assert_left_alone(sc: Scenario, p: Progress, what: str) -> None:
     p.fact("restarts_while_busy", sum(restarts.values()))
     assert sum(restarts.values()) == 0, f"{what}: a busy handler was restarted: {restarts}"
     assert not failures, f"{what}: liveness failed on a busy handler: {[e.get('message') for e in failures]}"
+
+
+def busy_job_left_alone(sc: Scenario, p: Progress, submit: Callable[[list[float]], None],
+                        report: Callable[[], dict[str, Any]], seconds: float) -> None:
+    """Submit one job of `seconds` (longer than the liveness window), wait for the app to
+    report it succeeded, and check that no handler was restarted or failed liveness meanwhile."""
+    submit([seconds])
+    wait_until(lambda: report()["states"].get("succeeded", 0) == 1, seconds + 60, "the long job to succeed",
+               interval=2, describe=lambda: str(report()))
+    assert_left_alone(sc, p, f"{seconds}s job")
 
 
 def wait_restarted_by_liveness(sc: Scenario, p: Progress, role: str, since: float, timeout: float,
