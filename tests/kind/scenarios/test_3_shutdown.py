@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from jhkind.cluster import event_time, parse_time, pod_ready, restart_count
+from jhkind import liveness as live
+from jhkind.cluster import parse_time, pod_ready, restart_count
 from jhkind.observe import LogFollower, deletion_started, ready_false_at, terminated_state
 from jhkind.scenario import Scenario
 from jhkind.waits import hold_for, wait_until
@@ -160,29 +161,16 @@ def test_7_liveness_vs_blocking_jobs(scenario: Scenario) -> None:
         wait_until(lambda: pod_ready(sc.kube.pod(sc.namespace, name)), 15, f"{name} to be Ready again")
         cur = sc.kube.pod(sc.namespace, name)
         assert cur["metadata"]["uid"] == uid and restart_count(cur) == 0, "the blocked handler was restarted"
-        liveness_failures = [e for e in sc.kube.events(sc.namespace)
-                             if e.get("reason") == "Unhealthy" and "Liveness" in (e.get("message") or "")]
-        assert not liveness_failures, f"liveness failed during a job shorter than its window: {liveness_failures}"
+        failures = live.liveness_failures(sc)
+        assert not failures, f"liveness failed during a job shorter than its window: {failures}"
 
     with p.phase(f"wedged handler (blocking 600 s) restarted by liveness with the {probe_grace}s probe grace"):
         t_wedge = time.time()
         [wid] = client.submit([{"kind": "blocking", "duration": 600}])
-        wait_until(lambda: restart_count(sc.kube.pod(sc.namespace, name)) >= 1, liveness_max + 45,
-                   f"{name} to be restarted by its liveness probe", interval=1)
-        p.fact("wedge_to_restart_s", round(time.time() - t_wedge, 1))
-        cur = sc.kube.pod(sc.namespace, name)
-        assert cur["metadata"]["uid"] == uid, "the pod was replaced, not restarted in place"
-        last = cur["status"]["containerStatuses"][0]["lastState"]["terminated"]
-        kills = [e for e in sc.kube.events(sc.namespace)
-                 if e.get("reason") == "Killing" and (e.get("involvedObject") or {}).get("name") == name
-                 and "liveness" in (e.get("message") or "")]
-        assert kills, "no liveness Killing event for the pod"
-        kill_to_exit = parse_time(last["finishedAt"]) - event_time(kills[0])
-        p.fact("liveness_kill_to_exit_s", round(kill_to_exit, 1))
-        p.fact("liveness_exit_code", last.get("exitCode"))
-        assert kill_to_exit <= probe_grace + 3, (
-            f"the liveness restart took {kill_to_exit:.0f}s: not the probe-level grace ({probe_grace}s)")
-        assert kill_to_exit < drain_grace / 2
+        restarted = live.wait_restarted_by_liveness(sc, p, "job", t_wedge, timeout=liveness_max + 45,
+                                                    probe_grace=probe_grace)
+        assert restarted == name, f"{restarted} was restarted, {name} was wedged"
+        assert sc.kube.pod(sc.namespace, name)["metadata"]["uid"] == uid, "the pod was replaced, not restarted in place"
 
 
 def test_8_sigkill_mid_job(scenario: Scenario) -> None:

@@ -61,8 +61,10 @@ def wait_restarted_by_liveness(sc: Scenario, p: Progress, role: str, since: floa
              if e.get("reason") == "Killing" and (e.get("involvedObject") or {}).get("name") == name
              and "liveness" in (e.get("message") or "")]
     assert kills, f"no liveness Killing event for {name}"
-    p.fact("first_liveness_failure_after_wedge_s",
-           round(min(event_time(e) for e in liveness_failures(sc)) - since, 1))
+    # None when the event correlator folded the liveness failures into the pod's readiness
+    # `Unhealthy` series ("combined from similar events"), which keeps only the last message
+    failed_at = [event_time(e) for e in liveness_failures(sc)]
+    p.fact("first_liveness_failure_after_wedge_s", round(min(failed_at) - since, 1) if failed_at else None)
     kill_to_exit = parse_time(last["finishedAt"]) - event_time(kills[0])
     p.fact("liveness_kill_to_exit_s", round(kill_to_exit, 1))
     p.fact("liveness_exit_code", last.get("exitCode"))

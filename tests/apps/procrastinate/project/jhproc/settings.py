@@ -40,14 +40,15 @@ DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+_log_level = os.environ.get("PROCRASTINATE_LOG_LEVEL", "INFO")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
-                            "level": os.environ.get("PROCRASTINATE_LOG_LEVEL", "INFO")}},
+                            "level": _log_level}},
     "loggers": {
-        "procrastinate": {"handlers": ["stderr"], "level": os.environ.get("PROCRASTINATE_LOG_LEVEL", "INFO")},
+        "procrastinate": {"handlers": ["stderr"], "level": _log_level},
         "procrastinate.blueprints": {"level": "WARNING"},
     },
 }
