@@ -2,11 +2,14 @@
 # registry is reachable: the node image is built from Debian packages and Go
 # modules (tests/kind/node, tests/kind/build), cached under $(JH_CACHE).
 KIND_CLUSTER_NAME ?= jobhandlers
-KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v1.34
+# the Kubernetes minor of the cluster: its wrapper module is build/k8s/v$(KIND_K8S)/, its node
+# image jobhandlers/kind-node:v$(KIND_K8S); `make kind-up KIND_K8S=1.29` for an older one
+KIND_K8S          ?= 1.37
+KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)
 KIND_WORKERS      ?= 2
 KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
 JH_CACHE          ?= /var/cache/jobhandlers
-export KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
+export KIND_K8S KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
 KIND_ENV := KIND=$(KIND)
 
 .PHONY: docker-up kind-node-image kind-up kind-down test-kind-smoke test-kind
@@ -15,7 +18,7 @@ docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for t
 	tests/images/docker-up.sh
 
 kind-node-image: docker-up ## build the offline kind node image (cached by its inputs)
-	tests/kind/node/build-node.sh $(KIND_NODE_IMAGE)
+	tests/kind/node/build-node.sh $(KIND_NODE_IMAGE) $(KIND_K8S)
 
 kind-up: $(KIND) docker-up ## create the kind cluster, wait for Ready; kubeconfig in $(KIND_KUBECONFIG)
 	$(KIND_ENV) tests/kind/scripts/kind-up.sh

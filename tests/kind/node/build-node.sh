@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Assemble the offline kind node image: base image + Kubernetes binaries +
 # every image kubeadm asks for, preloaded into containerd's k8s.io namespace.
-# No registry is contacted. Usage: build-node.sh IMAGE:TAG
+# No registry is contacted. Usage: build-node.sh IMAGE:TAG [MINOR]
+# MINOR (default $KIND_K8S, else 1.37) picks the Kubernetes wrapper module build/k8s/vMINOR.
 # The image is labelled with a hash of its inputs and not rebuilt when unchanged.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kind_dir=$(cd "$here/.." && pwd)
 source "$kind_dir/../images/lib.sh"
-image=${1:?usage: build-node.sh IMAGE:TAG}
+image=${1:?usage: build-node.sh IMAGE:TAG [MINOR]}
+minor=${2:-${KIND_K8S:-1.37}}
 base=${KIND_BASE_IMAGE:-jobhandlers/kind-base:bookworm}
 proxy_base=${KIND_PROXY_BASE_IMAGE:-jobhandlers/kind-kube-proxy-base:bookworm}
-k8s_bin=$JH_CACHE/k8s-bin extra_bin=$JH_CACHE/extras-bin
+k8s_bin=$JH_CACHE/k8s-bin-v$minor extra_bin=$JH_CACHE/extras-bin
 timing() { log "phase $1: $2 s"; }
 mkdir -p "$JH_CACHE/logs"
 
@@ -27,7 +29,7 @@ t_all=$SECONDS
   timing kube-proxy-base $((SECONDS - t))
 ) &
 rootfs_pid=$!
-t=$SECONDS; "$kind_dir/build/k8s/build.sh" "$k8s_bin"; timing kubernetes $((SECONDS - t))
+t=$SECONDS; "$kind_dir/build/k8s/build.sh" "$minor" "$k8s_bin"; timing kubernetes $((SECONDS - t))
 t=$SECONDS; "$kind_dir/build/build-extras.sh" "$extra_bin"; timing extras $((SECONDS - t))
 wait "$rootfs_pid" || die "building the base images failed (see above)"
 timing inputs-total $((SECONDS - t_all))

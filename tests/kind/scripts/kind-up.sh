@@ -13,7 +13,7 @@ KIND=${KIND:-kind}
 name=${KIND_CLUSTER_NAME:-jobhandlers}
 workers=${KIND_WORKERS:-2}
 kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
-node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v1.34}
+node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v${KIND_K8S:-1.37}}
 timeout=${KIND_READY_TIMEOUT:-300}
 pod_subnet=10.244.0.0/16
 [[ $workers =~ ^[0-9]+$ ]] || die "KIND_WORKERS=$workers must be a number"
@@ -90,6 +90,10 @@ else
     echo "networking:"
     echo "  podSubnet: $pod_subnet"
     if [[ $offline == 1 ]]; then echo "  disableDefaultCNI: true"; fi
+    # ContainerStopSignals (KEP-4960, alpha through 1.37): lifecycle.stopSignal is honoured
+    # only when the gate is on in kube-apiserver and the kubelet; kind sets it on both
+    echo "featureGates:"
+    echo "  ContainerStopSignals: true"
     echo "nodes:"
     for ((i = 0; i <= workers; i++)); do
       if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
@@ -97,7 +101,7 @@ else
     done
   } > "$cfg"
   if [[ $offline == 1 ]]; then
-    t=$SECONDS; "$kind_dir/node/build-node.sh" "$node_image"
+    t=$SECONDS; "$kind_dir/node/build-node.sh" "$node_image" "${KIND_K8S:-1.37}"
     log "node image ready in $((SECONDS - t)) s"
   fi
   t=$SECONDS

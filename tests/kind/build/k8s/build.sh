@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Build the Kubernetes node binaries (kubelet, kubeadm, kubectl, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kube-proxy) from the Go module proxy.
-# Usage: build.sh OUTDIR   (skips the build when OUTDIR/.inputs matches)
+# Usage: build.sh MINOR OUTDIR   (MINOR: 1.37 builds the module in v1.37/; skips the
+# build when OUTDIR/.inputs matches)
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../../images/lib.sh"
-out=${1:?usage: build.sh OUTDIR}
+script_dir=$(cd "$(dirname "$0")" && pwd)
+source "$script_dir/../../../images/lib.sh"
+minor=${1:?usage: build.sh MINOR OUTDIR}
+out=${2:?usage: build.sh MINOR OUTDIR}
+here=$script_dir/v$minor
+[[ -f $here/go.mod ]] || die "no wrapper module for Kubernetes $minor: $here/go.mod (one per minor: copy the newest and run go mod tidy)"
 k8s_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 [[ -n $k8s_version ]] || die "$here/go.mod: no k8s.io/kubernetes requirement"
-take_lock k8s-build
-key=$(inputs_hash "$here/go.mod" "$here/go.sum" "$0" "$(go env GOVERSION)")
+take_lock "k8s-build-$minor"
+key=$(inputs_hash "$here/go.mod" "$here/go.sum" "$here/deps.go" "$0" "$(go env GOVERSION)")
 if [[ -f $out/.inputs && $(cat "$out/.inputs") == "$key" ]]; then
   log "kubernetes $k8s_version binaries up to date in $out"; exit 0
 fi
