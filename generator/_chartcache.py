@@ -2,8 +2,8 @@
 values.schema.json (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:fd2c0809-17369:e1446ffc-57308'
-DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"]}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None}}}
+CHART_KEY = 'crc32:79d74b83-17826:29a4119b-59530'
+DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"]}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None}}}
 
 
 class JsonSchemaValueException(ValueError):
@@ -1331,6 +1331,11 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
             data__enabled = data["enabled"]
             if not isinstance(data__enabled, (bool)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".enabled must be boolean")
+        if "kind" in data_keys:
+            data_keys.remove("kind")
+            data__kind = data["kind"]
+            if data__kind not in ['Deployment', 'StatefulSet']:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".kind must be one of ['Deployment', 'StatefulSet']")
         if "replicas" in data_keys:
             data_keys.remove("replicas")
             data__replicas = data["replicas"]
@@ -1622,6 +1627,68 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate must not contain "+str(data__strategy__rollingUpdate_keys)+" properties")
                 if data__strategy_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy must not contain "+str(data__strategy_keys)+" properties")
+        if "podManagementPolicy" in data_keys:
+            data_keys.remove("podManagementPolicy")
+            data__podManagementPolicy = data["podManagementPolicy"]
+            if data__podManagementPolicy not in ['Parallel', 'OrderedReady']:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podManagementPolicy must be one of ['Parallel', 'OrderedReady']")
+        if "updateStrategy" in data_keys:
+            data_keys.remove("updateStrategy")
+            data__updateStrategy = data["updateStrategy"]
+            if not isinstance(data__updateStrategy, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy must be object")
+            data__updateStrategy_is_dict = isinstance(data__updateStrategy, dict)
+            if data__updateStrategy_is_dict:
+                data__updateStrategy_keys = set(data__updateStrategy.keys())
+                if "type" in data__updateStrategy_keys:
+                    data__updateStrategy_keys.remove("type")
+                    data__updateStrategy__type = data__updateStrategy["type"]
+                    if data__updateStrategy__type not in ['RollingUpdate', 'OnDelete']:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.type must be one of ['RollingUpdate', 'OnDelete']")
+                if "rollingUpdate" in data__updateStrategy_keys:
+                    data__updateStrategy_keys.remove("rollingUpdate")
+                    data__updateStrategy__rollingUpdate = data__updateStrategy["rollingUpdate"]
+                    if not isinstance(data__updateStrategy__rollingUpdate, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate must be object")
+                    data__updateStrategy__rollingUpdate_is_dict = isinstance(data__updateStrategy__rollingUpdate, dict)
+                    if data__updateStrategy__rollingUpdate_is_dict:
+                        data__updateStrategy__rollingUpdate_keys = set(data__updateStrategy__rollingUpdate.keys())
+                        if "partition" in data__updateStrategy__rollingUpdate_keys:
+                            data__updateStrategy__rollingUpdate_keys.remove("partition")
+                            data__updateStrategy__rollingUpdate__partition = data__updateStrategy__rollingUpdate["partition"]
+                            if not isinstance(data__updateStrategy__rollingUpdate__partition, (int)) and not (isinstance(data__updateStrategy__rollingUpdate__partition, float) and data__updateStrategy__rollingUpdate__partition.is_integer()) or isinstance(data__updateStrategy__rollingUpdate__partition, bool):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.partition must be integer")
+                            if isinstance(data__updateStrategy__rollingUpdate__partition, (int, float, Decimal)):
+                                if data__updateStrategy__rollingUpdate__partition < 0:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.partition must be bigger than or equal to 0")
+                        if "maxUnavailable" in data__updateStrategy__rollingUpdate_keys:
+                            data__updateStrategy__rollingUpdate_keys.remove("maxUnavailable")
+                            data__updateStrategy__rollingUpdate__maxUnavailable = data__updateStrategy__rollingUpdate["maxUnavailable"]
+                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6 = 0
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6:
+                                try:
+                                    if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, float) and data__updateStrategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, bool):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be integer")
+                                    if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int, float, Decimal)):
+                                        if data__updateStrategy__rollingUpdate__maxUnavailable < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be bigger than or equal to 1")
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
+                                except JsonSchemaValueException: pass
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6:
+                                try:
+                                    if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (str)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be string")
+                                    if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, str):
+                                        if not REGEX_PATTERNS['^[0-9]+%$'].search(data__updateStrategy__rollingUpdate__maxUnavailable):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
+                                except JsonSchemaValueException: pass
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
+                        if data__updateStrategy__rollingUpdate_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate must not contain "+str(data__updateStrategy__rollingUpdate_keys)+" properties")
+                if data__updateStrategy_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy must not contain "+str(data__updateStrategy_keys)+" properties")
         if "topologySpreadConstraints" in data_keys:
             data_keys.remove("topologySpreadConstraints")
             data__topologySpreadConstraints = data["topologySpreadConstraints"]
@@ -1947,8 +2014,8 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count6 = 0
-            if not data__port_any_of_count6:
+            data__port_any_of_count7 = 0
+            if not data__port_any_of_count7:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -1957,18 +2024,18 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count6 += 1
+                    data__port_any_of_count7 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count6:
+            if not data__port_any_of_count7:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count6 += 1
+                    data__port_any_of_count7 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count6:
+            if not data__port_any_of_count7:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -1996,8 +2063,8 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count7 = 0
-            if not data__port_any_of_count7:
+            data__port_any_of_count8 = 0
+            if not data__port_any_of_count8:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -2006,18 +2073,18 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count7 += 1
+                    data__port_any_of_count8 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count7:
+            if not data__port_any_of_count8:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count7 += 1
+                    data__port_any_of_count8 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count7:
+            if not data__port_any_of_count8:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")

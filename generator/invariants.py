@@ -11,7 +11,7 @@ HOOK_WEIGHT = "helm.sh/hook-weight"
 
 
 def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
-    """spec.template.spec of a Deployment or Job."""
+    """spec.template.spec of a Deployment, StatefulSet or Job."""
     return obj["spec"]["template"]["spec"]
 
 
@@ -31,13 +31,16 @@ def role_container(deployment: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"no container with JOBHANDLERS_ROLE in Deployment {deployment['metadata']['name']}")
 
 
+WORKLOAD_KINDS = ("Deployment", "StatefulSet")
+
+
 def deployments_by_role(objects: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """role -> its Deployment."""
+    """role -> its workload (a Deployment, or a StatefulSet for roles with stable identities)."""
     out: dict[str, dict[str, Any]] = {}
     for obj in objects:
-        if obj.get("kind") == "Deployment":
+        if obj.get("kind") in WORKLOAD_KINDS:
             role = env_value(role_container(obj), "JOBHANDLERS_ROLE")
-            assert role not in out, f"two Deployments for role {role}"
+            assert role not in out, f"two workloads for role {role}"
             out[str(role)] = obj
     return out
 

@@ -33,6 +33,12 @@ NATIVE_SIDECAR_MIN_VERSION = "1.29"
 # topologySpreadConstraints honoured (EvenPodsSpread beta) from 1.18; matchLabelKeys from 1.27.
 SPREAD_MIN_VERSION = "1.18"
 SPREAD_MATCH_LABEL_KEYS_MIN_VERSION = "1.27"
+# Workload kinds of a role (handlers.<role>.kind); StatefulSet gives stable identities.
+WORKLOAD_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet")
+# The pod label apps.kubernetes.io/pod-index (JOBHANDLERS_ORDINAL): beta, on by default from 1.28.
+ORDINAL_MIN_VERSION = "1.28"
+# StatefulSet rollingUpdate.maxUnavailable: MaxUnavailableStatefulSet on by default from 1.37.
+STS_MAX_UNAVAILABLE_MIN_VERSION = "1.37"
 PROBE_KINDS: tuple[str, ...] = ("readiness", "liveness", "startup")
 HANDLER_KINDS: tuple[str, ...] = ("exec", "httpGet", "tcpSocket", "grpc", "heartbeat")
 DRAIN_MODES: tuple[str, ...] = ("marker", "signal", "command", "none")
@@ -112,8 +118,13 @@ def role_grace(values: Mapping[str, Any], role: str) -> Grace:
     )
 
 
+def role_kind(values: Mapping[str, Any], role: str) -> str:
+    """The workload kind a role renders: Deployment unless handlers.<role>.kind says StatefulSet."""
+    return str(((values.get("handlers") or {}).get(role) or {}).get("kind") or "Deployment")
+
+
 def enabled_roles(values: Mapping[str, Any]) -> list[str]:
-    """Roles that render a Deployment, sorted."""
+    """Roles that render a workload (Deployment or StatefulSet), sorted."""
     return sorted(r for r, spec in (values.get("handlers") or {}).items() if spec and spec.get("enabled", True))
 
 

@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH022: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH032: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -530,6 +530,66 @@ def _jh022(ctx: Context) -> Iterator[Hit]:
                   "set migration.useHelmHooks: true, or migration.onRollback: none with waitForMigrations.acceptAhead")
 
 
+_IDENTITY_VARS = ("JOBHANDLERS_POD_NAME", "JOBHANDLERS_ORDINAL")
+
+
+def _jh023(ctx: Context) -> Iterator[Hit]:
+    for role in model.enabled_roles(ctx.values):
+        kind = model.role_kind(ctx.values, role)
+        if kind == "StatefulSet":
+            if ctx.user_sets(f"handlers.{role}.strategy"):
+                yield Hit([_p(f"handlers.{role}.strategy")],
+                          f"role {role} is a StatefulSet, but sets strategy (a Deployment's): a StatefulSet never "
+                          f"surges a second pod with the same identity, so strategy is ignored",
+                          f"remove handlers.{role}.strategy; use handlers.{role}.updateStrategy (RollingUpdate with "
+                          f"partition / maxUnavailable, or OnDelete)")
+            continue
+        for key in ("podManagementPolicy", "updateStrategy"):
+            if ctx.get(f"handlers.{role}.{key}") is not None:
+                yield Hit([_p(f"handlers.{role}.{key}"), _p(f"handlers.{role}.kind")],
+                          f"role {role} is a Deployment, but sets {key}, which applies only to kind: StatefulSet "
+                          f"(the chart refuses it)",
+                          f"set handlers.{role}.kind: StatefulSet for stable identities, or remove {key}")
+
+
+def _jh024(ctx: Context) -> Iterator[Hit]:
+    if model.at_least(ctx.kube_version, model.STS_MAX_UNAVAILABLE_MIN_VERSION):
+        return
+    for role in model.enabled_roles(ctx.values):
+        if model.role_kind(ctx.values, role) != "StatefulSet":
+            continue
+        if ctx.get(f"handlers.{role}.updateStrategy.rollingUpdate.maxUnavailable") is not None:
+            yield Hit([_p(f"handlers.{role}.updateStrategy.rollingUpdate.maxUnavailable")],
+                      f"role {role}: StatefulSet rollingUpdate.maxUnavailable on Kubernetes {ctx.kube_version} < "
+                      f"{model.STS_MAX_UNAVAILABLE_MIN_VERSION} (MaxUnavailableStatefulSet off by default): the chart "
+                      f"leaves it out, and the rollout replaces one pod at a time, each after its full drain",
+                      f"expect a rollout of replicas x the drain time, or target Kubernetes >= "
+                      f"{model.STS_MAX_UNAVAILABLE_MIN_VERSION}")
+
+
+def _jh025(ctx: Context) -> Iterator[Hit]:
+    for role in model.enabled_roles(ctx.values):
+        spec = ctx.get(f"handlers.{role}") or {}
+        stable = model.role_kind(ctx.values, role) == "StatefulSet"
+        for key in ("command", "args", "env"):
+            text = repr(spec.get(key))
+            for var in _IDENTITY_VARS:
+                if f"$({var})" not in text:
+                    continue
+                if not stable:
+                    yield Hit([_p(f"handlers.{role}.{key}"), _p(f"handlers.{role}.kind")],
+                              f"role {role} uses $({var}) in {key}, but only StatefulSet roles get it: in a "
+                              f"Deployment the text stays literal (the chart refuses it)",
+                              f"set handlers.{role}.kind: StatefulSet")
+                elif var == "JOBHANDLERS_ORDINAL" and not model.at_least(ctx.kube_version, model.ORDINAL_MIN_VERSION):
+                    yield Hit([_p(f"handlers.{role}.{key}")],
+                              f"role {role} uses $(JOBHANDLERS_ORDINAL) in {key}, but Kubernetes {ctx.kube_version} < "
+                              f"{model.ORDINAL_MIN_VERSION} has no pod label apps.kubernetes.io/pod-index, so the "
+                              f"chart cannot render it (the chart refuses it)",
+                              f"use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target "
+                              f"Kubernetes >= {model.ORDINAL_MIN_VERSION}")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("JH001", ERROR, "grace period below the computed drain time",
          "An explicit handlers.<role>.terminationGracePeriodSeconds is below "
@@ -617,6 +677,19 @@ RULES: tuple[Rule, ...] = (
          "migration.onRollback=downgrade without commands.downgrade, or without helm hooks "
          "(migration.useHelmHooks=false).",
          "Set commands.downgrade and keep hook mode, or use onRollback: none.", _jh022),
+    Rule("JH023", ERROR, "workload-kind keys that do not combine",
+         "podManagementPolicy or updateStrategy on a Deployment role (StatefulSet keys), or strategy set on a "
+         "StatefulSet role (a StatefulSet never surges a second pod with the same identity).",
+         "Set handlers.<role>.kind: StatefulSet, or use the keys of the role's kind.", _jh023),
+    Rule("JH024", WARNING, "StatefulSet maxUnavailable the cluster drops",
+         "updateStrategy.rollingUpdate.maxUnavailable with --kube-version < 1.37, where MaxUnavailableStatefulSet "
+         "is off by default: the field is dropped and pods are replaced one at a time, each after its drain.",
+         "Expect replicas x the drain time per rollout, or target Kubernetes >= 1.37.", _jh024),
+    Rule("JH025", ERROR, "identity variables where the chart does not render them",
+         "$(JOBHANDLERS_POD_NAME) or $(JOBHANDLERS_ORDINAL) in a role's command, args or env when the role is "
+         "not a StatefulSet, or $(JOBHANDLERS_ORDINAL) with --kube-version < 1.28 (no pod-index label): the "
+         "text would stay literal.",
+         "Set kind: StatefulSet; below 1.28 use $(JOBHANDLERS_POD_NAME).", _jh025),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 

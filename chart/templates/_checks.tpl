@@ -15,6 +15,7 @@ Included once, from templates/checks.yaml.
 {{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
 {{- include "jobhandlers.checks.drain" (list $ $role) }}
+{{- include "jobhandlers.checks.identity" (list $ $role) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -113,6 +114,33 @@ Included once, from templates/checks.yaml.
 {{- end }}
 {{- if not (and .Values.migration.enabled .Values.migration.useHelmHooks) }}
 {{- fail "jobhandlers: migration.onRollback=downgrade needs migration.enabled=true and migration.useHelmHooks=true: only helm runs pre-rollback hooks. Fix: use hook mode, or migration.onRollback=none (with waitForMigrations.acceptAhead=true for expand-only migrations). (jobhandlers check: JH022)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Workload-kind keys that do not combine: a Deployment has no identities to manage, and
+$(JOBHANDLERS_POD_NAME) / $(JOBHANDLERS_ORDINAL) exist only where the chart renders them. */}}
+{{- define "jobhandlers.checks.identity" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- $stable := include "jobhandlers.identity.stable" . }}
+{{- if not $stable }}
+{{- range $k := list "podManagementPolicy" "updateStrategy" }}
+{{- if not (kindIs "invalid" (index $spec $k)) }}
+{{- fail (printf "jobhandlers: handlers.%s.%s is set, but the role is a Deployment; %s applies only to kind: StatefulSet. Fix: set handlers.%s.kind=StatefulSet for stable identities, or remove %s (a Deployment rolls by strategy). (jobhandlers check: JH023)" $role $k $k $role $k) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $text := toJson (list $spec.command $spec.args $spec.env) }}
+{{- if and (not $stable) (contains "$(JOBHANDLERS_POD_NAME)" $text) }}
+{{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_POD_NAME), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
+{{- end }}
+{{- if contains "$(JOBHANDLERS_ORDINAL)" $text }}
+{{- if not $stable }}
+{{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
+{{- else if ne (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.identity.ordinalMinKubeVersion" $root))) "true" }}
+{{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), but Kubernetes %s < %s has no pod label apps.kubernetes.io/pod-index, so the chart cannot render it and the text would stay literal. Fix: use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target Kubernetes >= %s. (jobhandlers check: JH025)" $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.identity.ordinalMinKubeVersion" $root) (include "jobhandlers.identity.ordinalMinKubeVersion" $root)) }}
 {{- end }}
 {{- end }}
 {{- end }}

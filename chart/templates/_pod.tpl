@@ -254,6 +254,7 @@ nodeLossTolerationSeconds unless it tolerates those keys itself (YAML list or ""
 {{ include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root)) }}
 - name: JOBHANDLERS_ROLE
   value: {{ $role | quote }}
+{{- include "jobhandlers.identity.env" (list $root $role) }}
 - name: JOBHANDLERS_STATE_DIR
   value: {{ $root.Values.heartbeat.dir | quote }}
 - name: HEARTBEAT_INTERVAL_SECONDS

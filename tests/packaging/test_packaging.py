@@ -60,7 +60,7 @@ def test_installed_package_is_jobhandlers_with_its_chart(installed: Path, user_d
     assert "site-packages" in module and not module.startswith(str(REPO))
     assert chart_dir == str(Path(module).parent / "chart") and not in_checkout
     for name in ("Chart.yaml", "values.yaml", "values.schema.json", "templates/_helpers.tpl",
-                 "templates/handlers/deployment.yaml"):
+                 "templates/handlers/workload.yaml"):
         assert (Path(chart_dir) / name).read_bytes() == (REPO / "chart" / name).read_bytes(), name
     # the old import name is gone: nothing claims the top-level `generator`
     proc = run([py, "-c", "import jobhandlers.check, sys; import generator"], cwd=user_dir, env=clean_env(),

@@ -130,6 +130,18 @@ class Kube:
     def deployments(self, namespace: str) -> list[dict]:
         return [self.to_dict(d) for d in self.apps.list_namespaced_deployment(namespace).items]
 
+    def statefulsets(self, namespace: str) -> list[dict]:
+        return [self.to_dict(d) for d in self.apps.list_namespaced_stateful_set(namespace).items]
+
+    def workloads(self, namespace: str) -> list[dict]:
+        """The namespace's Deployments and StatefulSets (each dict keeps its `kind`)."""
+        out = []
+        for kind, items in (("Deployment", self.deployments(namespace)), ("StatefulSet", self.statefulsets(namespace))):
+            for d in items:
+                d["kind"] = kind
+                out.append(d)
+        return out
+
     def jobs(self, namespace: str) -> list[dict]:
         return [self.to_dict(j) for j in self.batch.list_namespaced_job(namespace).items]
 

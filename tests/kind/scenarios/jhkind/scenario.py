@@ -96,6 +96,9 @@ class Scenario:
         for dep in self.kube.apps.list_namespaced_deployment(self.namespace).items:
             self.kube.apps.patch_namespaced_deployment_scale(dep.metadata.name, self.namespace,
                                                              {"spec": {"replicas": 0}})
+        for sts in self.kube.apps.list_namespaced_stateful_set(self.namespace).items:
+            self.kube.apps.patch_namespaced_stateful_set_scale(sts.metadata.name, self.namespace,
+                                                               {"spec": {"replicas": 0}})
         self.kube.batch.delete_collection_namespaced_job(self.namespace, propagation_policy="Background")
 
         def gone() -> bool:
@@ -124,8 +127,8 @@ class Scenario:
 
     # ---- objects ----
     def deployments(self) -> dict[str, dict]:
-        """role -> Deployment."""
-        return {d["metadata"]["labels"]["app.kubernetes.io/component"]: d for d in self.kube.deployments(self.namespace)}
+        """role -> its workload: a Deployment, or a StatefulSet (handlers.<role>.kind)."""
+        return {d["metadata"]["labels"]["app.kubernetes.io/component"]: d for d in self.kube.workloads(self.namespace)}
 
     def handler_pods(self, role: str | None = None, live_only: bool = True) -> list[dict]:
         sel = f"app.kubernetes.io/instance={self.release}" + (f",app.kubernetes.io/component={role}" if role else "")
@@ -170,17 +173,19 @@ class Scenario:
                 return False
             if int(st.get("updatedReplicas") or 0) != want or int(st.get("readyReplicas") or 0) != want:
                 return False
+            if dep.get("kind") == "StatefulSet" and st.get("currentRevision") != st.get("updateRevision"):
+                return False
             pods = self.handler_pods(role, live_only=False)
             if len(pods) != want or not all(pod_ready(p) for p in pods):
                 return False
         return True
 
     def wait_handlers_ready(self, timeout: float = 180) -> None:
-        wait_until(self.all_handlers_ready, timeout, "every handler Deployment to be fully Ready",
+        wait_until(self.all_handlers_ready, timeout, "every handler workload to be fully Ready",
                    describe=self.describe_pods)
         if self.pykube is not None:  # and the same through pytest-helm-charts' own wait
             from pytest_helm_charts.k8s.deployment import wait_for_deployments_to_run
-            names = [d["metadata"]["name"] for d in self.deployments().values()]
+            names = [d["metadata"]["name"] for d in self.deployments().values() if d.get("kind") != "StatefulSet"]
             wait_for_deployments_to_run(self.pykube, names, self.namespace, 30)
 
     def describe_pods(self) -> str:
@@ -204,7 +209,10 @@ class Scenario:
         now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": now}}}}}
         t = time.time()
-        self.kube.apps.patch_namespaced_deployment(dep["metadata"]["name"], self.namespace, patch)
+        if dep.get("kind") == "StatefulSet":
+            self.kube.apps.patch_namespaced_stateful_set(dep["metadata"]["name"], self.namespace, patch)
+        else:
+            self.kube.apps.patch_namespaced_deployment(dep["metadata"]["name"], self.namespace, patch)
         return t
 
     def wait_rollout(self, role: str, old_uids: set[str], timeout: float) -> None:
