@@ -69,10 +69,18 @@ own hook copy (weight hookWeight - 1), like the database Secret. */}}
 {{- end }}
 {{- end }}
 
+{{- define "jobhandlers.migration.podReplacementPolicyMinKubeVersion" -}}1.29{{- end }}
+
 {{/* The Job's spec (hashed for the plain-mode name). */}}
 {{- define "jobhandlers.migration.jobSpec" -}}
 {{- $m := .Values.migration -}}
 backoffLimit: {{ int64 $m.backoffLimit }}
+{{- /* podReplacementPolicy: Failed = a replacement pod starts only once the previous one has
+fully terminated, so two migrations never overlap. Rendered from 1.29 (JobPodReplacementPolicy,
+KEP-3939: alpha 1.28, beta and on by default 1.29, GA 1.34); below, the API server drops it. */}}
+{{- if and $m.podReplacementPolicy (include "jobhandlers.kubeAtLeast" (list . (include "jobhandlers.migration.podReplacementPolicyMinKubeVersion" .))) }}
+podReplacementPolicy: {{ $m.podReplacementPolicy }}
+{{- end }}
 activeDeadlineSeconds: {{ int64 $m.activeDeadlineSeconds }}
 {{- if not (kindIs "invalid" $m.ttlSecondsAfterFinished) }}
 ttlSecondsAfterFinished: {{ int64 $m.ttlSecondsAfterFinished }}
@@ -132,9 +140,9 @@ template:
         {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
-        {{- with $m.resources }}
+        {{- with include "jobhandlers.resources" (list . $m.resources) }}
         resources:
-          {{- toYaml . | nindent 10 }}
+          {{- . | nindent 10 }}
         {{- end }}
         volumeMounts:
           {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
@@ -156,9 +164,9 @@ template:
         {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
-        {{- with $m.resources }}
+        {{- with include "jobhandlers.resources" (list . $m.resources) }}
         resources:
-          {{- toYaml . | nindent 10 }}
+          {{- . | nindent 10 }}
         {{- end }}
         volumeMounts:
           {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
