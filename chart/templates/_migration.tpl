@@ -13,7 +13,9 @@ Hook mode (migration.useHelmHooks=true, helm install/upgrade):
 Plain mode (migration.useHelmHooks=false, Argo CD / Flux): a regular Job whose
 name ends in the first 10 hex digits of sha256(rendered Job spec), so a changed
 spec (new image, new command) is a new Job and an unchanged one is left alone.
-Never .Release.Revision (changes on every sync), never random.
+Never .Release.Revision (changes on every sync), never random. Version-gated fields are
+part of the spec: a cluster upgrade past 1.29 (podReplacementPolicy) makes a new Job once,
+as any other spec change does (the migration is idempotent; the old Job's spec stays as created).
 
 The pod first waits (bounded) for the database itself (init container
 wait-for-database: commands.databaseCheck), then runs commands.migrate.
