@@ -2,8 +2,8 @@
 values.schema.json (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:79d74b83-17826:29a4119b-59530'
-DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"]}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None}}}
+CHART_KEY = 'crc32:a23955a9-20111:b1bedb4e-63384'
+DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None}}}
 
 
 class JsonSchemaValueException(ValueError):
@@ -21,6 +21,7 @@ import re
 
 
 REGEX_PATTERNS = {
+    '^sha256:[a-f0-9]{64}$': re.compile('^sha256:[a-f0-9]{64}\\Z'),
     '^/[^\'"\\$`\\\\ ]*$': re.compile('^/[^\'"\\$`\\\\ ]*\\Z'),
     '^[^\'"\\$`\\\\ ;&|<>()]+$': re.compile('^[^\'"\\$`\\\\ ;&|<>()]+\\Z'),
     '^[0-9]+\\.[0-9]+$': re.compile('^[0-9]+\\.[0-9]+\\Z'),
@@ -90,6 +91,14 @@ def validate(data, custom_formats={}, name_prefix=None):
                     data__image__tag = data__image["tag"]
                     if not isinstance(data__image__tag, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".image.tag must be string")
+                if "digest" in data__image_keys:
+                    data__image_keys.remove("digest")
+                    data__image__digest = data__image["digest"]
+                    if not isinstance(data__image__digest, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".image.digest must be string or null")
+                    if isinstance(data__image__digest, str):
+                        if not REGEX_PATTERNS['^sha256:[a-f0-9]{64}$'].search(data__image__digest):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".image.digest must match pattern ^sha256:[a-f0-9]{64}$")
                 if "pullPolicy" in data__image_keys:
                     data__image_keys.remove("pullPolicy")
                     data__image__pullPolicy = data__image["pullPolicy"]
@@ -378,6 +387,11 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__migration__activeDeadlineSeconds, (int, float, Decimal)):
                         if data__migration__activeDeadlineSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.activeDeadlineSeconds must be bigger than or equal to 1")
+                if "podReplacementPolicy" in data__migration_keys:
+                    data__migration_keys.remove("podReplacementPolicy")
+                    data__migration__podReplacementPolicy = data__migration["podReplacementPolicy"]
+                    if data__migration__podReplacementPolicy not in ['Failed', 'TerminatingOrFailed', None]:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podReplacementPolicy must be one of ['Failed', 'TerminatingOrFailed', None]")
                 if "ttlSecondsAfterFinished" in data__migration_keys:
                     data__migration_keys.remove("ttlSecondsAfterFinished")
                     data__migration__ttlSecondsAfterFinished = data__migration["ttlSecondsAfterFinished"]
@@ -1281,8 +1295,95 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__helmTest__requestCommand_item_len = len(data__helmTest__requestCommand_item)
                                 if data__helmTest__requestCommand_item_len < 1:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.requestCommand[{data__helmTest__requestCommand_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
+                if "resources" in data__helmTest_keys:
+                    data__helmTest_keys.remove("resources")
+                    data__helmTest__resources = data__helmTest["resources"]
+                    if not isinstance(data__helmTest__resources, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources must be object")
+                    data__helmTest__resources_is_dict = isinstance(data__helmTest__resources, dict)
+                    if data__helmTest__resources_is_dict:
+                        data__helmTest__resources_keys = set(data__helmTest__resources.keys())
+                        if "requests" in data__helmTest__resources_keys:
+                            data__helmTest__resources_keys.remove("requests")
+                            data__helmTest__resources__requests = data__helmTest__resources["requests"]
+                            if not isinstance(data__helmTest__resources__requests, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests must be object")
+                            data__helmTest__resources__requests_is_dict = isinstance(data__helmTest__resources__requests, dict)
+                            if data__helmTest__resources__requests_is_dict:
+                                data__helmTest__resources__requests_keys = set(data__helmTest__resources__requests.keys())
+                                for data__helmTest__resources__requests_key in data__helmTest__resources__requests_keys:
+                                    if data__helmTest__resources__requests_key not in []:
+                                        data__helmTest__resources__requests_value = data__helmTest__resources__requests.get(data__helmTest__resources__requests_key)
+                                        if not isinstance(data__helmTest__resources__requests_value, (str, int, float, Decimal)) or isinstance(data__helmTest__resources__requests_value, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be string or number")
+                        if "limits" in data__helmTest__resources_keys:
+                            data__helmTest__resources_keys.remove("limits")
+                            data__helmTest__resources__limits = data__helmTest__resources["limits"]
+                            if not isinstance(data__helmTest__resources__limits, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits must be object")
+                            data__helmTest__resources__limits_is_dict = isinstance(data__helmTest__resources__limits, dict)
+                            if data__helmTest__resources__limits_is_dict:
+                                data__helmTest__resources__limits_keys = set(data__helmTest__resources__limits.keys())
+                                for data__helmTest__resources__limits_key in data__helmTest__resources__limits_keys:
+                                    if data__helmTest__resources__limits_key not in []:
+                                        data__helmTest__resources__limits_value = data__helmTest__resources__limits.get(data__helmTest__resources__limits_key)
+                                        if not isinstance(data__helmTest__resources__limits_value, (str, int, float, Decimal)) or isinstance(data__helmTest__resources__limits_value, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be string or number")
+                        if data__helmTest__resources_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources must not contain "+str(data__helmTest__resources_keys)+" properties")
                 if data__helmTest_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest must not contain "+str(data__helmTest_keys)+" properties")
+        if "defaultResources" in data_keys:
+            data_keys.remove("defaultResources")
+            data__defaultResources = data["defaultResources"]
+            if not isinstance(data__defaultResources, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources must be object")
+            data__defaultResources_is_dict = isinstance(data__defaultResources, dict)
+            if data__defaultResources_is_dict:
+                data__defaultResources_keys = set(data__defaultResources.keys())
+                if "requests" in data__defaultResources_keys:
+                    data__defaultResources_keys.remove("requests")
+                    data__defaultResources__requests = data__defaultResources["requests"]
+                    if not isinstance(data__defaultResources__requests, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests must be object")
+                    data__defaultResources__requests_is_dict = isinstance(data__defaultResources__requests, dict)
+                    if data__defaultResources__requests_is_dict:
+                        data__defaultResources__requests_keys = set(data__defaultResources__requests.keys())
+                        for data__defaultResources__requests_key in data__defaultResources__requests_keys:
+                            if data__defaultResources__requests_key not in []:
+                                data__defaultResources__requests_value = data__defaultResources__requests.get(data__defaultResources__requests_key)
+                                if not isinstance(data__defaultResources__requests_value, (str, int, float, Decimal)) or isinstance(data__defaultResources__requests_value, bool):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be string or number")
+                if "limits" in data__defaultResources_keys:
+                    data__defaultResources_keys.remove("limits")
+                    data__defaultResources__limits = data__defaultResources["limits"]
+                    if not isinstance(data__defaultResources__limits, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits must be object")
+                    data__defaultResources__limits_is_dict = isinstance(data__defaultResources__limits, dict)
+                    if data__defaultResources__limits_is_dict:
+                        data__defaultResources__limits_keys = set(data__defaultResources__limits.keys())
+                        for data__defaultResources__limits_key in data__defaultResources__limits_keys:
+                            if data__defaultResources__limits_key not in []:
+                                data__defaultResources__limits_value = data__defaultResources__limits.get(data__defaultResources__limits_key)
+                                if not isinstance(data__defaultResources__limits_value, (str, int, float, Decimal)) or isinstance(data__defaultResources__limits_value, bool):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be string or number")
+                if data__defaultResources_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources must not contain "+str(data__defaultResources_keys)+" properties")
+        if "pdb" in data_keys:
+            data_keys.remove("pdb")
+            data__pdb = data["pdb"]
+            if not isinstance(data__pdb, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb must be object")
+            data__pdb_is_dict = isinstance(data__pdb, dict)
+            if data__pdb_is_dict:
+                data__pdb_keys = set(data__pdb.keys())
+                if "unhealthyPodEvictionPolicy" in data__pdb_keys:
+                    data__pdb_keys.remove("unhealthyPodEvictionPolicy")
+                    data__pdb__unhealthyPodEvictionPolicy = data__pdb["unhealthyPodEvictionPolicy"]
+                    if data__pdb__unhealthyPodEvictionPolicy not in ['AlwaysAllow', 'IfHealthyBudget', None]:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.unhealthyPodEvictionPolicy must be one of ['AlwaysAllow', 'IfHealthyBudget', None]")
+                if data__pdb_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb must not contain "+str(data__pdb_keys)+" properties")
         if data_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
@@ -1482,6 +1583,11 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         except JsonSchemaValueException: pass
                     if not data__pdb__maxUnavailable_any_of_count3:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable cannot be validated by any definition")
+                if "unhealthyPodEvictionPolicy" in data__pdb_keys:
+                    data__pdb_keys.remove("unhealthyPodEvictionPolicy")
+                    data__pdb__unhealthyPodEvictionPolicy = data__pdb["unhealthyPodEvictionPolicy"]
+                    if data__pdb__unhealthyPodEvictionPolicy not in ['AlwaysAllow', 'IfHealthyBudget', None]:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.unhealthyPodEvictionPolicy must be one of ['AlwaysAllow', 'IfHealthyBudget', None]")
                 if data__pdb_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb must not contain "+str(data__pdb_keys)+" properties")
         if "nodeSelector" in data_keys:

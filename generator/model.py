@@ -8,7 +8,9 @@ comes from these functions; the chart's templates implement the same formulas in
 from __future__ import annotations
 
 import math
+import re
 from collections import namedtuple
+from fractions import Fraction
 from collections.abc import Mapping
 
 TYPE_CHECKING = False
@@ -39,6 +41,14 @@ WORKLOAD_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet")
 ORDINAL_MIN_VERSION = "1.28"
 # StatefulSet rollingUpdate.maxUnavailable: MaxUnavailableStatefulSet on by default from 1.37.
 STS_MAX_UNAVAILABLE_MIN_VERSION = "1.37"
+# A 0-second sleep action: beta, on by default (PodLifecycleSleepActionAllowZero, KEP-4818) from 1.33.
+SLEEP_ZERO_MIN_VERSION = "1.33"
+# PodDisruptionBudget unhealthyPodEvictionPolicy: beta, on by default (KEP-3017) from 1.27; GA 1.31.
+UNHEALTHY_POD_EVICTION_MIN_VERSION = "1.27"
+# Job podReplacementPolicy: beta, on by default (JobPodReplacementPolicy, KEP-3939) from 1.29; GA 1.34.
+POD_REPLACEMENT_POLICY_MIN_VERSION = "1.29"
+# An image tag (the distribution reference grammar); the chart refuses anything else (JH028).
+IMAGE_TAG_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 PROBE_KINDS: tuple[str, ...] = ("readiness", "liveness", "startup")
 HANDLER_KINDS: tuple[str, ...] = ("exec", "httpGet", "tcpSocket", "grpc", "heartbeat")
 DRAIN_MODES: tuple[str, ...] = ("marker", "signal", "command", "none")
@@ -371,3 +381,72 @@ def regular_sidecars(values: Mapping[str, Any], role: str, kube_version: str) ->
     if native_sidecars(kube_version):
         return []
     return _names(list(values.get("sidecars") or []) + list(_role_spec(values, role).get("sidecars") or []))
+
+
+def image_reference(values: Mapping[str, Any], app_version: str) -> str:
+    """repository@digest when image.digest is set (the tag is ignored), else repository:tag
+    (an empty tag: the chart's appVersion)."""
+    image = _block(values.get("image"))
+    if image.get("digest"):
+        return f"{image.get('repository')}@{image['digest']}"
+    return f"{image.get('repository')}:{image.get('tag') or app_version}"
+
+
+def version_label(tag: str) -> str:
+    """app.kubernetes.io/version for a tag: at most 63 of [A-Za-z0-9._-], alphanumeric at both
+    ends, any other character "_" (the chart's "jobhandlers.versionLabel")."""
+    return re.sub(r"[^-A-Za-z0-9_.]", "_", tag)[:63].strip("-_.")
+
+
+def pdb_unhealthy_pod_eviction_policy(values: Mapping[str, Any], role: str, kube_version: str) -> str | None:
+    """The role's PDB unhealthyPodEvictionPolicy as rendered: its own, else pdb's; None below 1.27."""
+    own = _block(_role_spec(values, role).get("pdb")).get("unhealthyPodEvictionPolicy")
+    policy = own or _block(values.get("pdb")).get("unhealthyPodEvictionPolicy")
+    if not policy or not at_least(kube_version, UNHEALTHY_POD_EVICTION_MIN_VERSION):
+        return None
+    return str(policy)
+
+
+def migration_pod_replacement_policy(values: Mapping[str, Any], kube_version: str) -> str | None:
+    """The migration Job's podReplacementPolicy as rendered (None below 1.29 or when null)."""
+    policy = _block(values.get("migration")).get("podReplacementPolicy")
+    if not policy or not at_least(kube_version, POD_REPLACEMENT_POLICY_MIN_VERSION):
+        return None
+    return str(policy)
+
+
+def container_resources(values: Mapping[str, Any], own: Any) -> Mapping[str, Any]:
+    """The resources of a chart-owned container: its own non-empty block, else defaultResources."""
+    return _block(own) or _block(values.get("defaultResources"))
+
+
+def owned_resources(values: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """Chart-owned container group -> (the key of its own resources, effective resources)."""
+    out = {f"role {role}": (f"handlers.{role}.resources", _role_spec(values, role).get("resources"))
+           for role in enabled_roles(values)}
+    out["wait-for-migrations"] = ("waitForMigrations.resources", _block(values.get("waitForMigrations")).get("resources"))
+    out["the migration Job"] = ("migration.resources", _block(values.get("migration")).get("resources"))
+    out["the helm test pod"] = ("helmTest.resources", _block(values.get("helmTest")).get("resources"))
+    return {k: (key, container_resources(values, own)) for k, (key, own) in out.items()}
+
+
+_SUFFIXES = {"": 1, "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "k": 10**3,
+             "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """A Kubernetes resource quantity ("100m", "128Mi", "1e3", 2) as an exact number;
+    ValueError when it is not one."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, (int, float)):
+        return Fraction(str(value))
+    m = _QUANTITY.fullmatch(str(value).strip())
+    if not m:
+        raise ValueError(f"not a quantity: {value!r}")
+    number = Fraction(m.group(1))
+    if m.group(2):
+        return number * Fraction(10) ** int(m.group(2)[1:])
+    return number * _SUFFIXES[m.group(3) or ""]

@@ -225,6 +225,8 @@ def _jh008(ctx: Context) -> Iterator[Hit]:
 
 
 def _jh009(ctx: Context) -> Iterator[Hit]:
+    if ctx.get("image.digest"):
+        return  # repository@digest: pinned whatever the tag says
     tag = ctx.get("image.tag")
     if tag is None or (isinstance(tag, str) and tag.strip() in ("", "latest")):
         shown = "empty" if not tag else repr(tag)
@@ -588,6 +590,120 @@ def _jh025(ctx: Context) -> Iterator[Hit]:
                               f"chart cannot render it (the chart refuses it)",
                               f"use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target "
                               f"Kubernetes >= {model.ORDINAL_MIN_VERSION}")
+def _jh028(ctx: Context) -> Iterator[Hit]:
+    tag = ctx.get("image.tag")
+    if not isinstance(tag, str) or not tag:
+        return  # empty: JH009 (or the chart's appVersion); not a string: the schema
+    repo = ctx.get("image.repository")
+    if "@" in tag:
+        head, _, digest = tag.partition("@")
+        yield Hit([_p("image.tag")],
+                  f"image.tag={tag!r} holds a digest (@{digest}): a tag cannot carry one, and the chart copies the tag "
+                  "into the app.kubernetes.io/version label (the chart refuses to render it)",
+                  f"move the digest to image.digest: image.digest: {digest!r} and image.tag: {head!r} (the image is "
+                  f"then {repo}@{digest}; the tag only names the version label)")
+    elif not re.fullmatch(model.IMAGE_TAG_PATTERN, tag):
+        yield Hit([_p("image.tag")],
+                  f"image.tag={tag!r} is not an image tag (at most 128 of A-Z a-z 0-9 _ . -, not starting with . or "
+                  f"-): {repo}:{tag} is not a valid image reference (the chart refuses to render it)",
+                  'set image.tag to the release tag, e.g. "2"; a digest goes to image.digest')
+
+
+def _jh029(ctx: Context) -> Iterator[Hit]:
+    if model.at_least(ctx.kube_version, model.UNHEALTHY_POD_EVICTION_MIN_VERSION):
+        return
+    glob, inheriting = "pdb.unhealthyPodEvictionPolicy", []
+    for role in model.enabled_roles(ctx.values):
+        pdb = ((ctx.values.get("handlers") or {}).get(role) or {}).get("pdb") or {}
+        if not pdb.get("enabled", True):
+            continue
+        own = f"handlers.{role}.pdb.unhealthyPodEvictionPolicy"
+        if not pdb.get("unhealthyPodEvictionPolicy"):
+            inheriting.append(role)
+        elif ctx.get(own) == "AlwaysAllow" and ctx.user_sets(own):
+            yield _jh029_hit(ctx, own, [role])
+    if inheriting and ctx.get(glob) == "AlwaysAllow" and ctx.user_sets(glob):
+        yield _jh029_hit(ctx, glob, inheriting)
+
+
+def _jh029_hit(ctx: Context, key: str, roles: list[str]) -> Hit:
+    return Hit([_p(key)],
+               f"{key}=AlwaysAllow is not rendered on Kubernetes {ctx.kube_version} < "
+               f"{model.UNHEALTHY_POD_EVICTION_MIN_VERSION} (the field is beta from 1.27): draining a node whose pods "
+               f"of role {', '.join(roles)} all run but are not Ready (drain mode, startDrained) hangs on the "
+               "PodDisruptionBudget",
+               f"target Kubernetes >= {model.UNHEALTHY_POD_EVICTION_MIN_VERSION}; below, undrain the role (or delete "
+               "its pods) before draining nodes, or disable its pdb")
+
+
+def _jh030(ctx: Context) -> Iterator[Hit]:
+    key = "migration.podReplacementPolicy"
+    if (ctx.flag("migration.enabled", True) and ctx.get(key) == "Failed" and ctx.user_sets(key)
+            and not model.at_least(ctx.kube_version, model.POD_REPLACEMENT_POLICY_MIN_VERSION)):
+        yield Hit([_p(key)],
+                  f"{key}=Failed is not rendered on Kubernetes {ctx.kube_version} < "
+                  f"{model.POD_REPLACEMENT_POLICY_MIN_VERSION} (JobPodReplacementPolicy is beta from 1.29): the Job "
+                  "controller may start a replacement migrate pod while the previous one is still terminating",
+                  f"make commands.migrate safe when two run at once (the chart's contract), or target Kubernetes >= "
+                  f"{model.POD_REPLACEMENT_POLICY_MIN_VERSION}")
+
+
+def _user_containers(ctx: Context) -> Iterator[tuple[KeyPath, Mapping[str, Any]]]:
+    """(key path, container) of every container the user gives: sidecars and extraInitContainers,
+    chart-wide, per role and of the migration Job."""
+    keys = ["sidecars", "extraInitContainers", "migration.sidecars", "migration.extraInitContainers"]
+    keys += [f"handlers.{role}.{k}" for role in sorted(ctx.get("handlers") or {})
+             for k in ("sidecars", "extraInitContainers")]
+    for key in keys:
+        items = ctx.get(key)
+        for i, c in enumerate(items if isinstance(items, list) else []):
+            if isinstance(c, Mapping):
+                yield _p(key) + (i,), c
+
+
+def _jh031(ctx: Context) -> Iterator[Hit]:
+    for path, c in _user_containers(ctx):
+        lifecycle = c.get("lifecycle") if isinstance(c.get("lifecycle"), Mapping) else {}
+        for hook in ("preStop", "postStart"):
+            handler = lifecycle.get(hook)
+            sleep = handler.get("sleep") if isinstance(handler, Mapping) else None
+            if not isinstance(sleep, Mapping):
+                continue
+            where = dotted(path)
+            at = [path + ("lifecycle", hook, "sleep", "seconds"), path + ("lifecycle", hook, "sleep"), path]
+            if not model.at_least(ctx.kube_version, model.NATIVE_SLEEP_MIN_VERSION):
+                yield Hit(at, f"{where} (container {c.get('name')}) has a lifecycle.{hook} sleep action, but Kubernetes "
+                          f"{ctx.kube_version} < {model.NATIVE_SLEEP_MIN_VERSION} has none: the API server rejects the "
+                          "pod (the chart refuses to render it)",
+                          f'use exec: {{command: [sleep, "N"]}} (needs sleep in the image), or target Kubernetes >= '
+                          f"{model.NATIVE_SLEEP_MIN_VERSION}")
+            elif sleep.get("seconds") == 0 and not model.at_least(ctx.kube_version, model.SLEEP_ZERO_MIN_VERSION):
+                yield Hit(at, f"{where} (container {c.get('name')}) has lifecycle.{hook}.sleep.seconds=0, but Kubernetes "
+                          f"{ctx.kube_version} < {model.SLEEP_ZERO_MIN_VERSION} rejects a 0-second sleep "
+                          "(PodLifecycleSleepActionAllowZero) (the chart refuses to render it)",
+                          f"remove the {hook} hook (a 0-second sleep does nothing), or target Kubernetes >= "
+                          f"{model.SLEEP_ZERO_MIN_VERSION}")
+
+
+def _jh032(ctx: Context) -> Iterator[Hit]:
+    found: dict[tuple[str, str], tuple[list[str], Any, Any]] = {}
+    for what, (key, res) in model.owned_resources(ctx.values).items():
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        if not (isinstance(requests, Mapping) and isinstance(limits, Mapping)):
+            continue
+        src = key if isinstance(ctx.get(key), Mapping) and ctx.get(key) else "defaultResources"
+        for name in sorted(set(requests) & set(limits)):
+            try:
+                over = model.parse_quantity(requests[name]) > model.parse_quantity(limits[name])
+            except ValueError:
+                continue  # the API server names a malformed quantity itself
+            if over:
+                found.setdefault((src, name), ([], requests[name], limits[name]))[0].append(what)
+    for (src, name), (whats, request, limit) in found.items():
+        yield Hit([_p(f"{src}.limits.{name}"), _p(f"{src}.requests.{name}"), _p(src)],
+                  f"{', '.join(whats)}: requests.{name}={request} is above limits.{name}={limit} ({src}): the API "
+                  "server rejects the pod (a chart default request merged with a lower limit of yours?)",
+                  f"set {src}.requests.{name} too (at most the limit), or null it to let Kubernetes use the limit")
 
 
 RULES: tuple[Rule, ...] = (
@@ -690,6 +806,27 @@ RULES: tuple[Rule, ...] = (
          "not a StatefulSet, or $(JOBHANDLERS_ORDINAL) with --kube-version < 1.28 (no pod-index label): the "
          "text would stay literal.",
          "Set kind: StatefulSet; below 1.28 use $(JOBHANDLERS_POD_NAME).", _jh025),
+    Rule("JH028", ERROR, "image.tag is not a tag",
+         "image.tag holds a digest (`1@sha256:…`) or characters a tag cannot have: the tag is also the "
+         "app.kubernetes.io/version label, and the image reference would be invalid.",
+         "Move a digest to image.digest (the image is then repository@digest); keep image.tag a plain tag.", _jh028),
+    Rule("JH029", WARNING, "unhealthyPodEvictionPolicy below Kubernetes 1.27",
+         "The file sets pdb.unhealthyPodEvictionPolicy or handlers.<role>.pdb.unhealthyPodEvictionPolicy to "
+         "AlwaysAllow and --kube-version < 1.27, where it is not rendered: a drain hangs on the budget of a role "
+         "whose pods run but are not Ready.",
+         "Target Kubernetes >= 1.27, or undrain the role before draining nodes.", _jh029),
+    Rule("JH030", WARNING, "migration podReplacementPolicy below Kubernetes 1.29",
+         "The file sets migration.podReplacementPolicy: Failed and --kube-version < 1.29, where it is not "
+         "rendered: a replacement migrate pod may start while the previous one still terminates.",
+         "Keep commands.migrate safe when two run at once, or target Kubernetes >= 1.29.", _jh030),
+    Rule("JH031", ERROR, "sleep action the cluster rejects in a user container",
+         "A sidecar or extra init container (chart-wide, per role, migration) has a lifecycle sleep action "
+         "below 1.30, or a 0-second one below 1.33 (PodLifecycleSleepActionAllowZero).",
+         "Drop a 0-second hook, use exec sleep below 1.30, or target a newer Kubernetes.", _jh031),
+    Rule("JH032", ERROR, "resource requests above limits",
+         "A chart-owned container's resources (its own block, else defaultResources) request more than their "
+         "limit, e.g. a chart default request merged with a lower limit from the file.",
+         "Set the request too (at most the limit), or null it.", _jh032),
 )
 RULES_BY_ID = {r.id: r for r in RULES}
 

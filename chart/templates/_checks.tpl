@@ -11,6 +11,8 @@ Included once, from templates/checks.yaml.
 {{- include "jobhandlers.checks.startupProbe" . }}
 {{- include "jobhandlers.checks.multiplier" . }}
 {{- include "jobhandlers.checks.rollback" . }}
+{{- include "jobhandlers.checks.imageTag" . }}
+{{- include "jobhandlers.checks.sleepAction" . }}
 {{- range $role, $spec := .Values.handlers }}
 {{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
@@ -141,6 +143,45 @@ $(JOBHANDLERS_POD_NAME) / $(JOBHANDLERS_ORDINAL) exist only where the chart rend
 {{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
 {{- else if ne (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.identity.ordinalMinKubeVersion" $root))) "true" }}
 {{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), but Kubernetes %s < %s has no pod label apps.kubernetes.io/pod-index, so the chart cannot render it and the text would stay literal. Fix: use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target Kubernetes >= %s. (jobhandlers check: JH025)" $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.identity.ordinalMinKubeVersion" $root) (include "jobhandlers.identity.ordinalMinKubeVersion" $root)) }}
+
+{{/* image.tag must be a tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}): a digest belongs in image.digest. */}}
+{{- define "jobhandlers.checks.imageTag" -}}
+{{- $tag := include "jobhandlers.imageTag" . }}
+{{- if contains "@" $tag }}
+{{- $parts := splitn "@" 2 $tag }}
+{{- fail (printf "jobhandlers: image.tag=%q holds a digest (@%s): a tag cannot carry one, and the chart copies the tag into the app.kubernetes.io/version label. Fix: move it to image.digest: set image.digest=%s and image.tag=%q (the image is then %s@%s; the tag only names the version label). (jobhandlers check: JH028)" $tag $parts._1 $parts._1 $parts._0 .Values.image.repository $parts._1) }}
+{{- end }}
+{{- if not (regexMatch "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$" $tag) }}
+{{- fail (printf "jobhandlers: image.tag=%q is not an image tag (at most 128 of A-Z a-z 0-9 _ . -, not starting with . or -): the image reference %s:%s is invalid and the kubelet cannot pull it. Fix: set image.tag to the release tag, e.g. \"2\"; a digest goes to image.digest. (jobhandlers check: JH028)" $tag .Values.image.repository $tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The containers the user gives (sidecars, extraInitContainers: chart-wide, per role,
+migration) go to the API server as written: a preStop/postStart sleep action where the
+cluster rejects it fails the install. The sleep action: beta, on by default from 1.30
+(PodLifecycleSleepAction, KEP-3960); a 0-second sleep from 1.33 (PodLifecycleSleepActionAllowZero,
+KEP-4818: beta, on by default in 1.33; GA 1.34). */}}
+{{- define "jobhandlers.checks.sleepAction" -}}
+{{- $lists := dict "sidecars" .Values.sidecars "extraInitContainers" .Values.extraInitContainers "migration.sidecars" .Values.migration.sidecars "migration.extraInitContainers" .Values.migration.extraInitContainers }}
+{{- range $role, $spec := .Values.handlers }}
+{{- if $spec }}
+{{- $_ := set $lists (printf "handlers.%s.sidecars" $role) $spec.sidecars }}
+{{- $_ := set $lists (printf "handlers.%s.extraInitContainers" $role) $spec.extraInitContainers }}
+{{- end }}
+{{- end }}
+{{- range $key, $list := $lists }}
+{{- range $c := $list | default list }}
+{{- range $hook := list "preStop" "postStart" }}
+{{- $sleep := (index ($c.lifecycle | default dict) $hook | default dict).sleep }}
+{{- if $sleep }}
+{{- if not (include "jobhandlers.kubeAtLeast" (list $ (include "jobhandlers.drain.nativeSleepMinKubeVersion" $))) }}
+{{- fail (printf "jobhandlers: %s: container %s has a lifecycle.%s sleep action, but Kubernetes %s < %s has none (PodLifecycleSleepAction is off there): the API server rejects the pod. Fix: use exec: {command: [sleep, \"N\"]} (needs sleep in its image), or target Kubernetes >= %s. (jobhandlers check: JH031)" $key (toString $c.name) $hook $.Capabilities.KubeVersion.Version (include "jobhandlers.drain.nativeSleepMinKubeVersion" $) (include "jobhandlers.drain.nativeSleepMinKubeVersion" $)) }}
+{{- end }}
+{{- if and (eq (int64 ($sleep.seconds | default 0)) 0) (not (include "jobhandlers.kubeAtLeast" (list $ (include "jobhandlers.drain.sleepZeroMinKubeVersion" $)))) }}
+{{- fail (printf "jobhandlers: %s: container %s has lifecycle.%s.sleep.seconds=0, but Kubernetes %s < %s rejects a 0-second sleep (PodLifecycleSleepActionAllowZero is beta, on by default, from 1.33): the API server rejects the pod. Fix: remove the %s hook (a 0-second sleep does nothing), or target Kubernetes >= %s. (jobhandlers check: JH031)" $key (toString $c.name) $hook $.Capabilities.KubeVersion.Version (include "jobhandlers.drain.sleepZeroMinKubeVersion" $) $hook (include "jobhandlers.drain.sleepZeroMinKubeVersion" $)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -43,6 +43,10 @@ mode, signal (without SIG), command, stopSignal ("" = none)). Call with (list $ 
 (PodLifecycleSleepAction; GA 1.34). Below, the API server drops it. */}}
 {{- define "jobhandlers.drain.nativeSleepMinKubeVersion" -}}1.30{{- end }}
 
+{{/* A 0-second sleep action: valid from 1.33 (PodLifecycleSleepActionAllowZero, KEP-4818:
+alpha 1.32, beta and on by default 1.33, GA 1.34); below, the API server rejects it. */}}
+{{- define "jobhandlers.drain.sleepZeroMinKubeVersion" -}}1.33{{- end }}
+
 {{/* lifecycle.stopSignal: from 1.33, alpha behind ContainerStopSignals (off by default). */}}
 {{- define "jobhandlers.drain.stopSignalMinKubeVersion" -}}1.33{{- end }}
 
@@ -114,6 +118,8 @@ Call with (list $ "role"). */}}
 {{- $preStop = dict "exec" (dict "command" $d.command) }}
 {{- end }}
 {{- else if $sleep }}
+{{- /* A 0-second wait renders no preStop at all (on every version): `sleep: {seconds: 0}`
+is rejected below 1.33 (sleepZeroMinKubeVersion) and does nothing where it is valid. */}}
 {{- if include "jobhandlers.drain.nativeSleep" . }}
 {{- $preStop = dict "sleep" (dict "seconds" $sleep) }}
 {{- else }}

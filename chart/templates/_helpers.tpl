@@ -38,8 +38,22 @@ _checks.tpl.
 {{- .Values.image.tag | default .Chart.AppVersion | toString }}
 {{- end }}
 
+{{/* The image reference of every container the chart renders: repository@digest when
+image.digest is set (the tag is then ignored, as in the Bitnami and Apache Airflow charts:
+a digest names exactly one image), else repository:tag. */}}
 {{- define "jobhandlers.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (include "jobhandlers.imageTag" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The app.kubernetes.io/version label: the tag as a valid label value whatever the tag
+holds (at most 63 of [A-Za-z0-9._-], alphanumeric at both ends; other characters become
+"_"). The API server rejects every object whose label carries "@" or ":". */}}
+{{- define "jobhandlers.versionLabel" -}}
+{{- regexReplaceAll "[^-A-Za-z0-9_.]" (include "jobhandlers.imageTag" .) "_" | trunc 63 | trimAll "-_." }}
 {{- end }}
 
 {{/* Selector labels. Call with (list $ "component"). */}}
@@ -55,7 +69,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- $root := index . 0 -}}
 helm.sh/chart: {{ include "jobhandlers.chart" $root }}
 {{ include "jobhandlers.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "jobhandlers.imageTag" $root | trunc 63 | quote }}
+app.kubernetes.io/version: {{ include "jobhandlers.versionLabel" $root | quote }}
 app.kubernetes.io/part-of: {{ include "jobhandlers.name" $root }}
 app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 {{- end }}
@@ -64,7 +78,7 @@ app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 {{- define "jobhandlers.podLabels" -}}
 {{- $root := index . 0 -}}
 {{ include "jobhandlers.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "jobhandlers.imageTag" $root | trunc 63 | quote }}
+app.kubernetes.io/version: {{ include "jobhandlers.versionLabel" $root | quote }}
 {{- $labels := deepCopy ($root.Values.podLabels | default dict) }}
 {{- if ne (index . 1) "migration" }}
 {{- $labels = mergeOverwrite $labels ((include "jobhandlers.role.spec" . | fromJson).podLabels | default dict) }}

@@ -13,7 +13,9 @@ Hook mode (migration.useHelmHooks=true, helm install/upgrade):
 Plain mode (migration.useHelmHooks=false, Argo CD / Flux): a regular Job whose
 name ends in the first 10 hex digits of sha256(rendered Job spec), so a changed
 spec (new image, new command) is a new Job and an unchanged one is left alone.
-Never .Release.Revision (changes on every sync), never random.
+Never .Release.Revision (changes on every sync), never random. Version-gated fields are
+part of the spec: a cluster upgrade past 1.29 (podReplacementPolicy) makes a new Job once,
+as any other spec change does (the migration is idempotent; the old Job's spec stays as created).
 
 The pod first waits (bounded) for the database itself (init container
 wait-for-database: commands.databaseCheck), then runs commands.migrate.
@@ -69,10 +71,18 @@ own hook copy (weight hookWeight - 1), like the database Secret. */}}
 {{- end }}
 {{- end }}
 
+{{- define "jobhandlers.migration.podReplacementPolicyMinKubeVersion" -}}1.29{{- end }}
+
 {{/* The Job's spec (hashed for the plain-mode name). */}}
 {{- define "jobhandlers.migration.jobSpec" -}}
 {{- $m := .Values.migration -}}
 backoffLimit: {{ int64 $m.backoffLimit }}
+{{- /* podReplacementPolicy: Failed = a replacement pod starts only once the previous one has
+fully terminated, so two migrations never overlap. Rendered from 1.29 (JobPodReplacementPolicy,
+KEP-3939: alpha 1.28, beta and on by default 1.29, GA 1.34); below, the API server drops it. */}}
+{{- if and $m.podReplacementPolicy (include "jobhandlers.kubeAtLeast" (list . (include "jobhandlers.migration.podReplacementPolicyMinKubeVersion" .))) }}
+podReplacementPolicy: {{ $m.podReplacementPolicy }}
+{{- end }}
 activeDeadlineSeconds: {{ int64 $m.activeDeadlineSeconds }}
 {{- if not (kindIs "invalid" $m.ttlSecondsAfterFinished) }}
 ttlSecondsAfterFinished: {{ int64 $m.ttlSecondsAfterFinished }}
@@ -132,9 +142,9 @@ template:
         {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
-        {{- with $m.resources }}
+        {{- with include "jobhandlers.resources" (list . $m.resources) }}
         resources:
-          {{- toYaml . | nindent 10 }}
+          {{- . | nindent 10 }}
         {{- end }}
         volumeMounts:
           {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
@@ -156,9 +166,9 @@ template:
         {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
-        {{- with $m.resources }}
+        {{- with include "jobhandlers.resources" (list . $m.resources) }}
         resources:
-          {{- toYaml . | nindent 10 }}
+          {{- . | nindent 10 }}
         {{- end }}
         volumeMounts:
           {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}

@@ -271,3 +271,29 @@ handler that refuses a foreign schema accepts a newer, expand-only one. */}}
   value: "1"
 {{- end }}
 {{- end }}
+
+{{/* unhealthyPodEvictionPolicy of a role's PodDisruptionBudget: handlers.<role>.pdb's, else
+pdb.unhealthyPodEvictionPolicy; rendered from 1.27 (PDBUnhealthyPodEvictionPolicy, KEP-3017:
+alpha 1.26, beta and on by default 1.27, GA 1.31), "" below or when null. AlwaysAllow lets
+a drain evict a role's pods that run but are not Ready (drain mode, startDrained, a readiness
+outage) instead of hanging on the budget. Call with (list $ "role"). */}}
+{{- define "jobhandlers.pdb.unhealthyPodEvictionPolicyMinKubeVersion" -}}1.27{{- end }}
+
+{{- define "jobhandlers.pdb.unhealthyPodEvictionPolicy" -}}
+{{- $root := index . 0 }}
+{{- $own := ((include "jobhandlers.role.spec" . | fromJson).pdb | default dict).unhealthyPodEvictionPolicy }}
+{{- $policy := $own | default ($root.Values.pdb | default dict).unhealthyPodEvictionPolicy }}
+{{- if and $policy (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.pdb.unhealthyPodEvictionPolicyMinKubeVersion" $root))) }}
+{{- $policy }}
+{{- end }}
+{{- end }}
+
+{{/* The resources of a container the chart owns: its own (non-empty) block, else
+defaultResources (YAML, "" when both are empty). Only an empty block falls back: own limits
+without requests keep Kubernetes' requests = limits. Call with (list $ $own). */}}
+{{- define "jobhandlers.resources" -}}
+{{- $root := index . 0 }}
+{{- with (index . 1) | default $root.Values.defaultResources }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}

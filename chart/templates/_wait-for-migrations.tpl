@@ -41,9 +41,9 @@ for images without a shell: it must exit 0 at the revision, non-zero on timeout.
   {{- include "jobhandlers.pod.envBlock" (list $root $role $env) | nindent 2 }}
   securityContext:
     {{- include "jobhandlers.containerSecurityContext" (list $root $role) | nindent 4 }}
-  {{- with $w.resources }}
+  {{- with include "jobhandlers.resources" (list $root $w.resources) }}
   resources:
-    {{- toYaml . | nindent 4 }}
+    {{- . | nindent 4 }}
   {{- end }}
   volumeMounts:
     {{- include "jobhandlers.pod.appMounts" (list $root ((include "jobhandlers.role.spec" . | fromJson).extraVolumeMounts | default list)) | nindent 4 }}

@@ -72,7 +72,7 @@ def test_every_default_key_is_in_the_schema():
         if isinstance(data, dict):
             for k, v in data.items():
                 yield f"{path}.{k}"
-                if k not in OPEN and not path.endswith((".resources", ".requests", ".limits", ".annotations")):
+                if k not in OPEN and not path.endswith((".resources", ".defaultResources", ".requests", ".limits", ".annotations")):
                     yield from keys(v, f"{path}.{k}")
     schema_paths = {p for p, _ in KEYS}
     generic = {p.replace(".handlers.web", ".handlers.*").replace(".handlers.job", ".handlers.*") for p in keys(DEFAULTS)}

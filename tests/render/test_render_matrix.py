@@ -28,6 +28,7 @@ from render_helpers import (
 
 pytestmark = pytest.mark.parametrize(("example", "version"), MATRIX, ids=MATRIX_IDS)
 
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 HOOK, WEIGHT, DELETE = "helm.sh/hook", "helm.sh/hook-weight", "helm.sh/hook-delete-policy"
 
 
@@ -218,6 +219,33 @@ def test_pdb_per_role_and_api_version(objs, values, version):
     for role, pdb in pdbs.items():
         assert pdb["apiVersion"] == model.pdb_api_version(version)
         assert pdb["spec"]["selector"]["matchLabels"] == deps[role]["spec"]["selector"]["matchLabels"]
+        # KEP-3017: from 1.27 (beta, on by default)
+        assert pdb["spec"].get("unhealthyPodEvictionPolicy") == model.pdb_unhealthy_pod_eviction_policy(
+            values, role, version), role
+
+
+def test_migration_job_pod_replacement_policy(objs, values, version):
+    job = migration_job(objs)
+    # KEP-3939: from 1.29 (beta, on by default)
+    assert job["spec"].get("podReplacementPolicy") == model.migration_pod_replacement_policy(values, version)
+
+
+def test_chart_owned_containers_have_requests(objs, values):
+    """Every container the chart owns has its own resources, else defaultResources (never BestEffort
+    by the chart's doing)."""
+    owned = model.owned_resources(values)
+    for role, dep in deployments(objs).items():
+        assert main_container(dep).get("resources", {}) == owned[f"role {role}"][1], role
+        wait = init_container(dep, "wait-for-migrations")
+        if wait is not None:
+            assert wait.get("resources", {}) == owned["wait-for-migrations"][1], role
+    job = migration_job(objs)
+    for c in (pod_spec(job).get("initContainers") or []) + pod_spec(job)["containers"]:
+        if c["name"] in ("wait-for-database", "migrate"):
+            assert c.get("resources", {}) == owned["the migration Job"][1], c["name"]
+    for pod in kinds(objs, "Pod"):
+        for c in pod["spec"]["containers"]:
+            assert c.get("resources", {}) == owned["the helm test pod"][1], c["name"]
 
 
 def test_services_only_for_roles_with_a_port(objs, values):
@@ -256,6 +284,8 @@ def test_standard_labels(objs):
         for key in ("name", "instance", "version", "component", "managed-by", "part-of"):
             assert f"app.kubernetes.io/{key}" in labels, (obj["kind"], obj["metadata"]["name"], key)
         assert labels["app.kubernetes.io/instance"] == model.RELEASE_NAME
+        for k, v in labels.items():  # the API server rejects an object with an invalid label value
+            assert len(v) <= 63 and LABEL_VALUE.fullmatch(v), (obj["kind"], obj["metadata"]["name"], k, v)
         assert obj["metadata"]["namespace"] == model.NAMESPACE
     for dep in kinds(objs, "Deployment"):
         selector = dep["spec"]["selector"]["matchLabels"]

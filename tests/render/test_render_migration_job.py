@@ -18,9 +18,11 @@ def test_plain_job_name_is_stable_for_the_same_spec():
     first = job_name()
     assert re.fullmatch(r"demo-jobhandlers-migration-[0-9a-f]{10}", first)
     assert job_name() == first
-    # nothing of the Job changes with handler settings, nor with the cluster version
-    # (from 1.19 on; below it the seccomp profile moves to an annotation)
-    assert job_name(kube_version="1.19") == job_name(kube_version="1.37") == first
+    # nothing of the Job changes with handler settings, nor with the cluster version between its
+    # gates: the seccomp profile moves to an annotation below 1.19, podReplacementPolicy appears
+    # from 1.29 (a changed spec is a new Job, as for any other change: the policy is set at creation)
+    assert job_name(kube_version="1.19") == job_name(kube_version="1.28") != first
+    assert job_name(kube_version="1.29") == job_name(kube_version="1.37") == first
     assert job_name(overrides={"handlers": {"job": {"replicas": 7}}, "drain": {"bufferSeconds": 99}}) == first
 
 

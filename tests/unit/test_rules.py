@@ -33,7 +33,7 @@ def test_rule_ids_are_stable_and_documented() -> None:
     assert RULE_IDS == sorted(set(RULE_IDS)) and RULE_IDS[0] == "JH001"
     for rule in RULES:
         assert rule.title and rule.doc and rule.fix, rule.id
-    warnings = ("JH010", "JH012", "JH013", "JH014", "JH017", "JH018", "JH021", "JH024")
+    warnings = ("JH010", "JH012", "JH013", "JH014", "JH017", "JH018", "JH021", "JH024", "JH029", "JH030")
     assert all(RULES_BY_ID[r].severity == WARNING for r in warnings)
     assert all(r.severity == ERROR for r in RULES if r.id not in warnings)
 
@@ -100,3 +100,75 @@ def test_violation_from_defaults_points_at_the_users_key() -> None:
 def test_mistyped_values_do_not_crash_rules() -> None:
     vf = parse_values("liveness:\n  maxAgeSeconds: soon\nhandlers:\n  job:\n    maxJobRuntimeSeconds: long\n", "v.yaml")
     assert [f.rule for f in check(vf, "1.34")] == []  # the schema reports these
+
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def test_jh009_not_with_a_digest() -> None:
+    # repository@digest is pinned whatever the tag says
+    for text in (f'image:\n  tag: ""\n  digest: {DIGEST}\n', f"image:\n  tag: latest\n  digest: {DIGEST}\n"):
+        assert check(parse_values(text, "v.yaml"), "1.34") == [], text
+
+
+@pytest.mark.parametrize(("tag", "digest_in_fix"), [
+    (f"1@{DIGEST}", True), ("1:2", False), (".hidden", False), ("v1+build", False), ("a" * 129, False)])
+def test_jh028_tags_that_are_not_tags(tag: str, digest_in_fix: bool) -> None:
+    [finding] = check(parse_values(f"image:\n  tag: {tag!r}\n", "v.yaml"), "1.34")
+    assert finding.rule == "JH028" and finding.path == "image.tag"
+    assert (f"image.digest: {DIGEST!r}" in finding.fix) is digest_in_fix
+    assert ("holds a digest" in finding.message) is digest_in_fix
+
+
+def test_jh028_accepts_real_tags() -> None:
+    for tag in ("2", "v1.2.3-rc.1", "1_2", "_x", "a" * 128):
+        assert check(parse_values(f"image:\n  tag: {tag!r}\n", "v.yaml"), "1.34") == [], tag
+
+
+@pytest.mark.parametrize(("version", "fires"), [("1.26", True), ("v1.26.9-eks-1", True), ("1.27", False)])
+def test_jh029_only_below_127(version: str, fires: bool) -> None:
+    vf = parse_values("handlers:\n  web:\n    pdb:\n      unhealthyPodEvictionPolicy: AlwaysAllow\n", "v.yaml")
+    assert [f.rule for f in check(vf, version)] == (["JH029"] if fires else [])
+    # the chart default AlwaysAllow is simply not rendered there: no finding for a file that does not ask
+    assert check(parse_values("{}\n", "v.yaml"), version) == []
+
+
+def test_jh029_a_role_override_wins_over_the_chart_wide_key() -> None:
+    text = ("pdb:\n  unhealthyPodEvictionPolicy: AlwaysAllow\n"
+            "handlers:\n  web:\n    pdb:\n      unhealthyPodEvictionPolicy: IfHealthyBudget\n")
+    [finding] = check(parse_values(text, "v.yaml"), "1.26")
+    assert finding.path == "pdb.unhealthyPodEvictionPolicy" and "role job " in finding.message
+
+
+def test_jh030_only_for_failed_below_129() -> None:
+    fail = parse_values("migration:\n  podReplacementPolicy: Failed\n", "v.yaml")
+    assert [f.rule for f in check(fail, "1.28")] == ["JH030"] and check(fail, "1.29") == []
+    other = parse_values("migration:\n  podReplacementPolicy: TerminatingOrFailed\n", "v.yaml")
+    assert check(other, "1.28") == []
+    off = parse_values("migration:\n  enabled: false\n  podReplacementPolicy: Failed\n", "v.yaml")
+    assert check(off, "1.28") == []
+
+
+@pytest.mark.parametrize(("version", "seconds", "fires"), [
+    ("1.29", 5, True), ("1.30", 5, False), ("1.32", 0, True), ("1.33", 0, False)])
+def test_jh031_sleep_action_by_version(version: str, seconds: int, fires: bool) -> None:
+    text = ("migration:\n  sidecars:\n    - name: proxy\n      image: p:1\n      lifecycle:\n        preStop:\n"
+            f"          sleep:\n            seconds: {seconds}\n")
+    findings = [f for f in check(parse_values(text, "v.yaml"), version) if f.rule != "JH016"]
+    assert [(f.rule, f.path) for f in findings] == (
+        [("JH031", "migration.sidecars[0].lifecycle.preStop.sleep.seconds")] if fires else [])
+
+
+def test_jh032_quantities_are_compared_exactly() -> None:
+    assert model.parse_quantity("128Mi") == 128 * 2**20 and model.parse_quantity("100m") * 10 == 1
+    assert model.parse_quantity("0.125Gi") == model.parse_quantity("128Mi")
+    assert model.parse_quantity("1e3") == model.parse_quantity("1k") == 1000
+    with pytest.raises(ValueError):
+        model.parse_quantity("12 MB")
+    equal = parse_values("handlers:\n  job:\n    resources:\n      limits:\n        memory: 0.125Gi\n", "v.yaml")
+    assert check(equal, "1.34") == []  # requests 128Mi == limits 0.125Gi
+    over = parse_values("handlers:\n  job:\n    resources:\n      limits:\n        memory: 127Mi\n", "v.yaml")
+    assert [(f.rule, f.path) for f in check(over, "1.34")] == [("JH032", "handlers.job.resources.limits.memory")]
+    # own limits without requests (an empty-by-default role): Kubernetes uses the limit, no default is merged
+    web = parse_values("handlers:\n  web:\n    resources:\n      limits:\n        memory: 16Mi\n", "v.yaml")
+    assert check(web, "1.34") == []
