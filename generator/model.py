@@ -437,16 +437,16 @@ def env_containers(values: Mapping[str, Any]) -> list[EnvContainer]:
     common = tuple(common_env_names(values))
     user = tuple(chart_env + _entries(mig.get("env"), "migration", "env"))
     env_from = chart_from or bool(mig.get("envFrom"))
-    if mig.get("enabled", True):
-        names = ["migrate"]
+    jobs = {"migration": "migrate"} if mig.get("enabled", True) else {}
+    if jobs and mig.get("useHelmHooks", True) and str(mig.get("onRollback")) == "downgrade":
+        jobs["downgrade"] = "downgrade"  # the pre-rollback hook: the same pod, its own container name
+    for job, main in jobs.items():
         if _block(mig.get("waitForDatabase")).get("enabled", True):
-            names.insert(0, "wait-for-database")
-        if mig.get("useHelmHooks", True) and str(mig.get("onRollback")) == "downgrade":
-            names.append("downgrade")
-        out += [EnvContainer(f"migration Job: {n}", common, user, env_from) for n in names]
-        out += _own_containers("migration Job: init container", inits + _entries(
+            out.append(EnvContainer(f"{job} Job: wait-for-database", common, user, env_from))
+        out.append(EnvContainer(f"{job} Job: {main}", common, user, env_from))
+        out += _own_containers(f"{job} Job: init container", inits + _entries(
             mig.get("extraInitContainers"), "migration", "extraInitContainers"))
-        out += _own_containers("migration Job: sidecar", [(p, c) for p, c in sidecars if c.get("migration")]
+        out += _own_containers(f"{job} Job: sidecar", [(p, c) for p, c in sidecars if c.get("migration")]
                                + _entries(mig.get("sidecars"), "migration", "sidecars"))
     if _block(values.get("helmTest")).get("enabled", True):
         out.append(EnvContainer("helm test: schema-check", common, user, env_from))

@@ -115,7 +115,7 @@ def _jh026(text: str) -> list[str]:
 
 def test_jh026_names_the_containers_where_a_reference_stays_literal() -> None:
     [msg] = _jh026("env:\n  - {name: X, value: '$(JOBHANDLERS_ROLE)-x'}\n")
-    assert "migration Job: wait-for-database, migration Job: migrate, helm test: schema-check" in msg
+    assert "in migration Job: wait-for-database, migration Job: migrate, helm test: schema-check (" in msg
     assert "(only in role job: job, role job: wait-for-migrations, role web: web" in msg
     # the chart's shared variables are defined in every container, before the user's env
     assert _jh026("env:\n  - {name: X, value: '$(JOBHANDLERS_STATE_DIR)/f'}\n  - {name: Y, value: '$(X)/g'}\n"
