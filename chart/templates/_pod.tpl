@@ -252,7 +252,7 @@ user's env (chart-wide env, then the role's or migration.env): Kubernetes expand
 $(VAR) in an env value only from names defined EARLIER IN THE SAME CONTAINER, so a
 user value such as "$(JOBHANDLERS_STATE_DIR)/x.log" must find the chart's name in
 each container it is copied into, or it stays literal there (generator/model.py:
-chart_env_names; `jobhandlers check` JH026 warns for names none defines).
+env_containers; `jobhandlers check` JH026 warns where a name stays undefined).
   handler container, wait-for-migrations (+ WAIT_TIMEOUT_SECONDS): "jobhandlers.handler.env"
   wait-for-database, migrate, downgrade, the helm test's schema-check (no role, so no
   JOBHANDLERS_ROLE, DRAIN_DEADLINE_SECONDS, JOBHANDLERS_START_DRAINED): "jobhandlers.common.env"
