@@ -704,6 +704,41 @@ def _jh032(ctx: Context) -> Iterator[Hit]:
                   f"{', '.join(whats)}: requests.{name}={request} is above limits.{name}={limit} ({src}): the API "
                   "server rejects the pod (a chart default request merged with a lower limit of yours?)",
                   f"set {src}.requests.{name} too (at most the limit), or null it to let Kubernetes use the limit")
+# Service-link variables the kubelet adds (enableServiceLinks): FOO_SERVICE_HOST, FOO_PORT_80_TCP, ...
+_SERVICE_LINK = re.compile(r"_(SERVICE_HOST|SERVICE_PORT(_\w+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$")
+
+
+def _jh026(ctx: Context) -> Iterator[Hit]:
+    literal: dict[tuple[tuple[str | int, ...], str], list[str]] = {}  # (entry path, name) -> containers
+    resolved: dict[tuple[tuple[str | int, ...], str], list[str]] = {}
+    values: dict[tuple[str | int, ...], str] = {}
+    for c in model.env_containers(ctx.values):
+        names = set(c.chart_env)
+        for path, entry in c.user_env:
+            value = entry.get("value")
+            for ref in model.env_references(value) if isinstance(value, str) else []:
+                if not ref or _SERVICE_LINK.search(ref):
+                    continue
+                values[path] = value
+                # with envFrom, a name the chart does not own may come from there
+                known = ref in names or (c.env_from and ref not in model.CHART_ENV_NAMES)
+                (resolved if known else literal).setdefault((path, ref), []).append(c.where)
+            names.add(str(entry.get("name")))
+    for (path, ref), where in literal.items():
+        elsewhere = resolved.get((path, ref))
+        if "sidecars" in path or "extraInitContainers" in path:
+            fix = f"the chart gives extra init containers and sidecars none of its variables: define {ref} above it"
+        elif ref in model.CHART_ENV_NAMES and ref not in model.COMMON_ENV:
+            fix = f"{ref} exists only in a role's handler and wait-for-migrations containers: move the entry to " \
+                  "handlers.<role>.env"
+        else:
+            fix = f"define {ref} above it in the same list (chart-wide env comes before handlers.<role>.env and " \
+                  "migration.env)"
+        yield Hit([(*path, "value"), path],
+                  f"{values[path]!r} refers to $({ref}), which is not defined before it in {', '.join(where)}"
+                  + (f" (only in {', '.join(elsewhere)})" if elsewhere else "")
+                  + ": Kubernetes expands $(VAR) only from names defined earlier in the same container's env, "
+                  "so there the text stays literal", fix + f", or write $$({ref}) for the literal text")
 
 
 RULES: tuple[Rule, ...] = (
@@ -806,6 +841,14 @@ RULES: tuple[Rule, ...] = (
          "not a StatefulSet, or $(JOBHANDLERS_ORDINAL) with --kube-version < 1.28 (no pod-index label): the "
          "text would stay literal.",
          "Set kind: StatefulSet; below 1.28 use $(JOBHANDLERS_POD_NAME).", _jh025),
+    Rule("JH026", WARNING, "$(VAR) in env that a container does not define",
+         "An env value (chart-wide env, handlers.<role>.env, migration.env, or an extra init container's or "
+         "sidecar's) refers to $(NAME) that some container it is copied into does not define earlier in its "
+         "env: the chart's variables, then the entries above it (the migration Job and the helm test have no "
+         "JOBHANDLERS_ROLE, DRAIN_DEADLINE_SECONDS or JOBHANDLERS_START_DRAINED; extra init containers and "
+         "sidecars get no chart variables). Kubernetes leaves it literal there.",
+         "Define the name earlier in the same list, move the entry to handlers.<role>.env, or escape it as "
+         "$$(NAME).", _jh026),
     Rule("JH028", ERROR, "image.tag is not a tag",
          "image.tag holds a digest (`1@sha256:…`) or characters a tag cannot have: the tag is also the "
          "app.kubernetes.io/version label, and the image reference would be invalid.",

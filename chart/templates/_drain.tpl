@@ -105,7 +105,10 @@ Call with (list $ "role"). */}}
 {{- $preStop := "" }}
 {{- $wait := printf "sleep %d" $sleep }}
 {{- if $d.waitForExit }}
-{{- $wait = printf "n=0; while kill -0 1 2>/dev/null && [ $n -lt %s ]; do sleep 1; n=$((n + 1)); done" (include "jobhandlers.grace.drainDeadline" .) }}
+{{- /* The wait ends on SIGTERM/SIGINT too (exit 143/130; sleep in the background so
+the trap runs at once), like the retry loops (_helpers.tpl): a shell never outlives a
+stop request. */}}
+{{- $wait = printf "trap 'exit 143' TERM; trap 'exit 130' INT; n=0; while kill -0 1 2>/dev/null && [ $n -lt %s ]; do sleep 1 & wait $!; n=$((n + 1)); done" (include "jobhandlers.grace.drainDeadline" .) }}
 {{- end }}
 {{- if eq $d.mode "marker" }}
 {{- $preStop = dict "exec" (dict "command" (list "sh" "-c" (printf "touch %s; sleep %d" $stopping $sleep))) }}

@@ -150,13 +150,33 @@ Call with (dict "what" "wait-for-migrations" "timeout" N "interval" N "hint" "..
 ahead: what exit 4 ("schema ahead of this image") means: accept = pass with a warning,
 fail = fail at once with the fixes (no waiting out the timeout), unset = retry like any failure.
 The loop is a POSIX sh script; the command comes as positional arguments.
+
+Signals: the loop is PID 1 of its container, and the kernel drops every signal PID 1
+has no handler for (SIGKILL aside). Without the trap, SIGTERM did nothing: a pod
+deleted, uninstalled or drained while waiting was killed only when its whole
+terminationGracePeriodSeconds had run out (hours for a long job role), exactly when a
+migration was slow or failed. With it, SIGTERM exits 143 and SIGINT (an image
+STOPSIGNAL) 130 at once, printing how long it waited. sh runs a trap only after
+the foreground command returns, so the check and the sleep run in the background
+and are waited for (`wait` returns on a signal); the check's output goes through a
+file in /tmp (the chart's emptyDir), since $(...) cannot be waited for that way.
 */}}
 {{- define "jobhandlers.retryLoop" -}}
 what={{ .what | quote }}; timeout={{ int .timeout }}; interval={{ int .interval }}
-start=$(date +%s); try=0
+start=$(date +%s); try=0; child=""; outf="${TMPDIR:-/tmp}/jobhandlers-$what.$$"
+stop() {
+  [ -z "$child" ] || kill "$child" 2>/dev/null
+  echo "$what: stopped by SIG$1 after $(( $(date +%s) - start ))s (try $try)"
+  exit "$2"
+}
+trap 'rm -f "$outf"' EXIT
+trap 'stop TERM 143' TERM
+trap 'stop INT 130' INT
 while :; do
   try=$((try + 1))
-  out=$("$@" 2>&1); rc=$?
+  "$@" >"$outf" 2>&1 & child=$!
+  wait "$child"; rc=$?; child=""
+  out=$(cat "$outf")
   elapsed=$(( $(date +%s) - start ))
   if [ "$rc" -eq 0 ]; then
     echo "$what: try $try after ${elapsed}s: ok${out:+: $out}"
@@ -178,7 +198,8 @@ while :; do
     echo "$what: TIMEOUT: still failing after ${elapsed}s (limit ${timeout}s, last exit $rc). {{ .hint }}" >&2
     exit 1
   fi
-  sleep "$interval"
+  sleep "$interval" & child=$!
+  wait "$child"; child=""
 done
 {{- end }}
 

@@ -139,7 +139,7 @@ template:
           - wait-for-database
         args:
           {{- toYaml .Values.commands.databaseCheck | nindent 10 }}
-        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
+        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.common.env" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
         {{- with include "jobhandlers.resources" (list . $m.resources) }}
@@ -163,7 +163,7 @@ template:
         args:
           {{- toYaml . | nindent 10 }}
         {{- end }}
-        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.databaseEnv" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
+        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.common.env" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
         {{- with include "jobhandlers.resources" (list . $m.resources) }}

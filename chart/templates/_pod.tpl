@@ -246,6 +246,19 @@ nodeLossTolerationSeconds unless it tolerates those keys itself (YAML list or ""
 {{- toYaml $s }}
 {{- end }}
 
+{{/*
+The chart's own variables come first in the env of every container that gets the
+user's env (chart-wide env, then the role's or migration.env): Kubernetes expands
+$(VAR) in an env value only from names defined EARLIER IN THE SAME CONTAINER, so a
+user value such as "$(JOBHANDLERS_STATE_DIR)/x.log" must find the chart's name in
+each container it is copied into, or it stays literal there (generator/model.py:
+env_containers; `jobhandlers check` JH026 warns where a name stays undefined).
+  handler container, wait-for-migrations (+ WAIT_TIMEOUT_SECONDS): "jobhandlers.handler.env"
+  wait-for-database, migrate, downgrade, the helm test's schema-check (no role, so no
+  JOBHANDLERS_ROLE, DRAIN_DEADLINE_SECONDS, JOBHANDLERS_START_DRAINED): "jobhandlers.common.env"
+extraInitContainers and sidecars are the user's containers as written: no chart env.
+*/}}
+
 {{/* The env the chart gives a handler container (before the user's env). Call with
 (list $ "role" $startDrained). */}}
 {{- define "jobhandlers.handler.env" -}}
@@ -255,12 +268,26 @@ nodeLossTolerationSeconds unless it tolerates those keys itself (YAML list or ""
 - name: JOBHANDLERS_ROLE
   value: {{ $role | quote }}
 {{- include "jobhandlers.identity.env" (list $root $role) }}
-- name: JOBHANDLERS_STATE_DIR
-  value: {{ $root.Values.heartbeat.dir | quote }}
-- name: HEARTBEAT_INTERVAL_SECONDS
-  value: {{ int64 $root.Values.heartbeat.intervalSeconds | quote }}
+{{ include "jobhandlers.stateEnv" $root }}
 {{ include "jobhandlers.drain.env" . }}
 {{- include "jobhandlers.acceptAheadEnv" $root }}
+{{- end }}
+
+{{/* The env the chart gives a container without a role (migration Job, helm test),
+before the user's env. Call with (list $ "database-secret-name"). */}}
+{{- define "jobhandlers.common.env" -}}
+{{- $root := index . 0 -}}
+{{ include "jobhandlers.databaseEnv" . }}
+{{ include "jobhandlers.stateEnv" $root }}
+{{- include "jobhandlers.acceptAheadEnv" $root }}
+{{- end }}
+
+{{/* JOBHANDLERS_STATE_DIR and HEARTBEAT_INTERVAL_SECONDS (no role needed). */}}
+{{- define "jobhandlers.stateEnv" -}}
+- name: JOBHANDLERS_STATE_DIR
+  value: {{ .Values.heartbeat.dir | quote }}
+- name: HEARTBEAT_INTERVAL_SECONDS
+  value: {{ int64 .Values.heartbeat.intervalSeconds | quote }}
 {{- end }}
 
 {{/* waitForMigrations.acceptAhead: tell the app too (JOBHANDLERS_SCHEMA_ACCEPT_AHEAD=1), so a

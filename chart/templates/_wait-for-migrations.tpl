@@ -37,7 +37,10 @@ for images without a shell: it must exit 0 at the revision, non-zero on timeout.
   args:
     {{- toYaml $root.Values.commands.schemaCheck | nindent 4 }}
   {{- end }}
-  {{- $env := printf "%s\n- name: JOBHANDLERS_ROLE\n  value: %s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s%s" (include "jobhandlers.databaseEnv" (list $root (include "jobhandlers.databaseSecretName" $root))) ($role | quote) (int64 $w.timeoutSeconds | toString | quote) (include "jobhandlers.acceptAheadEnv" $root) }}
+  {{- /* the handler container's own variables first (same $(VAR) meaning in both), then WAIT_TIMEOUT_SECONDS */}}
+  {{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+  {{- $startDrained := and (hasKey $spec "startDrained") $spec.startDrained }}
+  {{- $env := printf "%s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s" (include "jobhandlers.handler.env" (list $root $role $startDrained)) (int64 $w.timeoutSeconds | toString | quote) }}
   {{- include "jobhandlers.pod.envBlock" (list $root $role $env) | nindent 2 }}
   securityContext:
     {{- include "jobhandlers.containerSecurityContext" (list $root $role) | nindent 4 }}

@@ -32,10 +32,10 @@ test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 # Scenarios run KIND_JOBS at a time (they mostly wait on migrations and jobs); the node
 # scenarios (drain, node loss) take workers away, so they run alone, after the others.
 KIND_JOBS ?= 2
-NODE_SCENARIOS := tests/kind/scenarios/test_8_nodes.py
+NODE_SCENARIOS := tests/kind/scenarios/test_8_nodes.py tests/kind/scenarios/test_14_sigterm.py
 test-kind: image kind-up venv ## every kind test (smoke, scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@rm -f bench-results/kind-scenarios.json
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist load \
-	  tests/kind/scenarios --ignore $(NODE_SCENARIOS)
+	  tests/kind/scenarios $(addprefix --ignore ,$(NODE_SCENARIOS))
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v $(NODE_SCENARIOS)

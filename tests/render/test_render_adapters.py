@@ -198,5 +198,6 @@ def test_signal_with_wait_for_exit_holds_sigterm_until_the_handler_is_gone() -> 
     job = container(helm.render(overrides=over), "job")
     deadline = model.role_grace(helm_values(over), "job").drain_deadline
     assert job["lifecycle"]["preStop"]["exec"]["command"] == [
-        "sh", "-c", f"kill -s INT 1; n=0; while kill -0 1 2>/dev/null && [ $n -lt {deadline} ]; do sleep 1; n=$((n + 1)); done"]
+        "sh", "-c", f"kill -s INT 1; trap 'exit 143' TERM; trap 'exit 130' INT; "
+        f"n=0; while kill -0 1 2>/dev/null && [ $n -lt {deadline} ]; do sleep 1 & wait $!; n=$((n + 1)); done"]
     assert model.role_drain(helm_values(over), "job").wait_for_exit is True

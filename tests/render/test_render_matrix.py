@@ -175,8 +175,9 @@ def test_grace_per_role_equals_model(objs, values, version):
         elif drain.mode == "signal" and drain.wait_for_exit:
             # waits for PID 1 to exit (at most DRAIN_DEADLINE_SECONDS), never a fixed sleep
             assert pre_stop["exec"]["command"] == ["sh", "-c", (
-                f"kill -s {drain.signal} 1; n=0; while kill -0 1 2>/dev/null && [ $n -lt {grace.drain_deadline} ]; "
-                "do sleep 1; n=$((n + 1)); done")]
+                f"kill -s {drain.signal} 1; trap 'exit 143' TERM; trap 'exit 130' INT; "
+                f"n=0; while kill -0 1 2>/dev/null && [ $n -lt {grace.drain_deadline} ]; "
+                "do sleep 1 & wait $!; n=$((n + 1)); done")]
         elif drain.mode == "signal":
             assert pre_stop["exec"]["command"] == ["sh", "-c", f"kill -s {drain.signal} 1; sleep {sleep}"]
         elif action == "sleep":

@@ -10,6 +10,7 @@ import pytest
 
 from generator import helm, model
 from generator.rules import _restricted_problems
+from generator.values import merged
 
 VERSIONS = model.KUBE_VERSIONS
 PROXY = {"name": "pgbouncer", "image": "jobhandlers/pgbouncer:1", "migration": True,
@@ -108,7 +109,7 @@ def test_chart_wide_and_per_role_lists_merge() -> None:
     assert "B" not in [e["name"] for e in pod(deployment(objs, "job"))["containers"][0]["env"]]
     (job,) = helm.by_kind(objs, "Job")
     mig_env = [e["name"] for e in pod(job)["containers"][0]["env"]]
-    assert mig_env == ["DATABASE_URL", "A", "C"]
+    assert mig_env == [*model.common_env_names(merged(over)), "A", "C"]
     assert [m["mountPath"] for m in pod(job)["containers"][0]["volumeMounts"]] == ["/tmp", "/etc/cfg"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import shlex
 import subprocess
 import time
@@ -173,3 +174,108 @@ def test_schema_ahead_accepted_with_a_warning(tmp_path):
     proc = run(ahead_container(tmp_path, accept=True))
     assert proc.returncode == 0
     assert "WARNING: the schema is ahead of this image" in proc.stdout and "revision 4" in proc.stdout
+
+
+# --- Signals. A container's first process is PID 1 of its own PID namespace, and the kernel
+# drops every signal PID 1 has no handler for: run the rendered loops exactly so
+# (unshare --pid --fork), signal them from outside as the kubelet does, and time the exit.
+
+BEHIND = ["sh", "-c", "echo 'schema behind: at r1, image wants r2'; exit 3"]
+HANGS = ["sh", "-c", "echo connecting; exec sleep 300"]  # a check stuck on an unreachable database
+
+
+def children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def as_pid1(argv: list[str]) -> tuple[subprocess.Popen[str], int]:
+    """Start argv as PID 1 of a new PID namespace; (the unshare process, argv's host pid)."""
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not children(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    return proc, children(proc.pid)[0]
+
+
+def signal_while_waiting(argv: list[str], sig: int, after: float = 1.5, cap: float = 15) -> tuple[float, int, str]:
+    """Seconds from the signal to the exit, the exit code and stdout (killed after cap)."""
+    proc, pid1 = as_pid1(argv)
+    time.sleep(after)
+    assert proc.poll() is None, proc.communicate()
+    os.kill(pid1, sig)
+    t0 = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=cap)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"still running {cap} s after {signal.Signals(sig).name}") from None
+    return time.monotonic() - t0, proc.returncode, out
+
+
+def wait_script(check: list[str], interval: int = 30) -> list[str]:
+    """The rendered wait-for-migrations (timeout 600 s: the wait must not end by itself)."""
+    objs = helm.render(overrides={"commands": {"schemaCheck": check},
+                                  "waitForMigrations": {"timeoutSeconds": 600, "intervalSeconds": interval}})
+    (init,) = web(objs)["initContainers"]
+    return init["command"] + init["args"]
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_wait_for_migrations_exits_at_once_on_a_stop_signal(sig: int, code: int) -> None:
+    """Between tries (in the sleep of a 30 s interval) SIGTERM/SIGINT ends the wait at once."""
+    seconds, rc, out = signal_while_waiting(wait_script(BEHIND), sig)
+    assert rc == code and seconds < 2, (seconds, rc, out)
+    assert "try 1 after 0s: 'sh -c" in out and "exited 3: schema behind" in out
+    assert re.search(rf"wait-for-migrations: stopped by {signal.Signals(sig).name} after \d+s \(try 1\)", out), out
+
+
+def test_wait_for_migrations_exits_at_once_while_the_check_hangs() -> None:
+    """SIGTERM during a check that hangs (a database that never answers) ends the wait and the check."""
+    proc, pid1 = as_pid1(wait_script(HANGS))
+    time.sleep(1.5)
+    (check,) = children(pid1)
+    os.kill(pid1, signal.SIGTERM)
+    t0 = time.monotonic()
+    out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 143 and time.monotonic() - t0 < 2, out
+    assert "stopped by SIGTERM after" in out and "(try 1)" in out and not Path(f"/proc/{check}").exists()
+
+
+def test_wait_for_migrations_keeps_its_output_and_codes_as_pid1(tmp_path) -> None:
+    """As PID 1 too: exit 0 once the check passes, 1 at the timeout, output unchanged."""
+    ok = run(["unshare", "--pid", "--fork", *wait_container(tmp_path, failures=1, timeout=60)])
+    assert ok.returncode == 0 and ok.stdout.splitlines()[1].endswith("ok: at head r2"), ok.stdout
+    (tmp_path / "tries").unlink()
+    late = run(["unshare", "--pid", "--fork", *wait_container(tmp_path, failures=1000, timeout=1)])
+    assert late.returncode == 1 and "TIMEOUT" in late.stderr and "stopped" not in late.stdout
+
+
+def test_wait_for_database_exits_at_once_on_sigterm() -> None:
+    objs = helm.render(overrides={"commands": {"databaseCheck": ["sh", "-c", "echo connection refused; exit 2"]},
+                                  "migration": {"waitForDatabase": {"timeoutSeconds": 600, "intervalSeconds": 30}}})
+    (job,) = helm.by_kind(objs, "Job")
+    (init,) = job["spec"]["template"]["spec"]["initContainers"]
+    seconds, rc, out = signal_while_waiting(init["command"] + init["args"], signal.SIGTERM)
+    assert rc == 143 and seconds < 2, (seconds, rc, out)
+    assert "exited 2: connection refused" in out and "wait-for-database: stopped by SIGTERM" in out
+
+
+def test_wait_for_exit_prestop_ends_on_sigterm() -> None:
+    """drain.waitForExit: the preStop waits for PID 1 (which ignores the drain signal here) and
+    still ends at once when it is itself stopped. Inside a PID namespace, so `kill -s INT 1`
+    reaches the namespace's own PID 1, an sh ignoring INT."""
+    objs = helm.render(overrides={"handlers": {"job": {"maxJobRuntimeSeconds": 300, "drain": {
+        "mode": "signal", "signal": "INT", "waitForExit": True}}}})
+    (dep,) = [d for d in helm.by_kind(objs, "Deployment") if d["metadata"]["name"] == "demo-jobhandlers-job"]
+    pre_stop = dep["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+    assert pre_stop[:2] == ["sh", "-c"]
+    proc, pid1 = as_pid1(["sh", "-c", 'trap "" INT; sh -c "$1"; echo "preStop exit $?"', "pid1", pre_stop[2]])
+    time.sleep(1.5)
+    (hook,) = children(pid1)
+    os.kill(hook, signal.SIGTERM)
+    t0 = time.monotonic()
+    out, _ = proc.communicate(timeout=15)
+    assert time.monotonic() - t0 < 2 and out.strip() == "preStop exit 143", out

@@ -33,7 +33,7 @@ def test_rule_ids_are_stable_and_documented() -> None:
     assert RULE_IDS == sorted(set(RULE_IDS)) and RULE_IDS[0] == "JH001"
     for rule in RULES:
         assert rule.title and rule.doc and rule.fix, rule.id
-    warnings = ("JH010", "JH012", "JH013", "JH014", "JH017", "JH018", "JH021", "JH024", "JH029", "JH030")
+    warnings = ("JH010", "JH012", "JH013", "JH014", "JH017", "JH018", "JH021", "JH024", "JH026", "JH029", "JH030")
     assert all(RULES_BY_ID[r].severity == WARNING for r in warnings)
     assert all(r.severity == ERROR for r in RULES if r.id not in warnings)
 
@@ -172,3 +172,41 @@ def test_jh032_quantities_are_compared_exactly() -> None:
     # own limits without requests (an empty-by-default role): Kubernetes uses the limit, no default is merged
     web = parse_values("handlers:\n  web:\n    resources:\n      limits:\n        memory: 16Mi\n", "v.yaml")
     assert check(web, "1.34") == []
+def test_env_references_follow_kubernetes_expansion() -> None:
+    assert model.env_references("$(A)/x-$(B_2)") == ["A", "B_2"]
+    assert model.env_references("$$(A) $$$(B) $(C") == ["B"]  # $$ escapes; an unclosed $( is literal
+    assert model.env_references("$A ${B} $") == []
+
+
+def _jh026(text: str) -> list[str]:
+    return [f.message for f in check(parse_values(text, "v.yaml"), "1.34") if f.rule == "JH026"]
+
+
+def test_jh026_names_the_containers_where_a_reference_stays_literal() -> None:
+    [msg] = _jh026("env:\n  - {name: X, value: '$(JOBHANDLERS_ROLE)-x'}\n")
+    assert "in migration Job: wait-for-database, migration Job: migrate, helm test: schema-check (" in msg
+    assert "(only in role job: job, role job: wait-for-migrations, role web: web" in msg
+    # the chart's shared variables are defined in every container, before the user's env
+    assert _jh026("env:\n  - {name: X, value: '$(JOBHANDLERS_STATE_DIR)/f'}\n  - {name: Y, value: '$(X)/g'}\n"
+                  "migration:\n  env:\n    - {name: Z, value: '$(HEARTBEAT_INTERVAL_SECONDS)$(DATABASE_URL)'}\n") == []
+
+
+def test_jh026_follows_what_the_chart_renders() -> None:
+    # no migration Job, no helm test: a role variable in the chart-wide env is fine
+    text = "env:\n  - {name: X, value: '$(DRAIN_DEADLINE_SECONDS)'}\n"
+    assert _jh026(text)
+    assert _jh026(text + "migration:\n  enabled: false\nhelmTest:\n  enabled: false\n") == []
+    # WAIT_TIMEOUT_SECONDS exists in wait-for-migrations only
+    [msg] = _jh026("handlers:\n  job:\n    env:\n      - {name: X, value: '$(WAIT_TIMEOUT_SECONDS)'}\n")
+    assert "in role job: job (only in role job: wait-for-migrations)" in msg
+    # envFrom may define names the chart cannot see, but never the chart's own
+    src = "handlers:\n  job:\n    envFrom: [{configMapRef: {name: c}}]\n    env:\n      - {name: X, value: '$(%s)'}\n"
+    assert _jh026(src % "FROM_CONFIGMAP") == [] and _jh026(src % "WAIT_TIMEOUT_SECONDS")
+
+
+def test_jh026_reports_extra_containers_at_their_own_key() -> None:
+    vf = parse_values("migration:\n  extraInitContainers:\n    - name: render\n      image: x:1\n      env:\n"
+                      "        - {name: OUT, value: '$(JOBHANDLERS_STATE_DIR)/conf'}\n", "v.yaml")
+    [f] = check(vf, "1.34")
+    assert (f.rule, f.line, f.path) == ("JH026", 6, "migration.extraInitContainers[0].env[0].value")
+    assert "migration Job: init container render" in f.message
