@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Thin wrappers around Galaxy's own APIs for the jobhandlers chart (no Galaxy logic here).
 
   jhgalaxy migrate        create the schema from empty or upgrade it: Galaxy's
