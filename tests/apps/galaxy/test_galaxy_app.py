@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gxapp import HERE, VENV, Galaxy, output, query, wait_for
 
 CONFIG = str(HERE / "config" / "galaxy.yml")
@@ -74,10 +76,11 @@ def test_schema_wait_times_out_behind_in_one_process(galaxy: Galaxy, facts: dict
     assert len(tries) >= 3 and "TIMEOUT" in r.stderr, r.stderr[-2000:]  # polled, one import
 
 
+@pytest.mark.timeout(1200)
 def test_handler_on_outdated_schema_dies_then_migrate_upgrades(galaxy: Galaxy, facts: dict[str, Any]) -> None:
     """The seed failure: Galaxy's own OutdatedDatabaseError, exit 1 (gating exists for this)."""
     assert galaxy.jh("migrate").returncode == 0
-    down = galaxy.jh("exec", "galaxy-manage-db", "-c", CONFIG, "downgrade", "gxy@-1")
+    down = galaxy.jh("exec", "galaxy-manage-db", "--galaxy-config", CONFIG, "downgrade", "gxy@-1")
     assert down.returncode == 0, down.stderr[-2000:]
     behind = galaxy.jh("schema-check")
     assert behind.returncode == 3 and "behind head" in behind.stderr, behind.stderr[-2000:]
@@ -93,6 +96,7 @@ def test_handler_on_outdated_schema_dies_then_migrate_upgrades(galaxy: Galaxy, f
     assert up.returncode == 0 and "gxy: at head" in up.stdout, up.stdout + up.stderr[-2000:]
 
 
+@pytest.mark.timeout(1800)
 def test_handler_identity_decides_what_happens_to_a_job_in_flight(galaxy: Galaxy, dburl: str,
                                                                    facts: dict[str, Any]) -> None:
     """SIGTERM: the local runner waits monitor_thread_join_timeout (30 s), kills the job, the row
