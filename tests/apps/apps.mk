@@ -6,8 +6,12 @@ CHANCY_DIR := $(APPS_DIR)/chancy
 CHANCY_VENV := $(CHANCY_DIR)/.venv
 HUEY_DIR := $(APPS_DIR)/huey
 HUEY_VENV := $(HUEY_DIR)/.venv
+GALAXY_DIR := $(APPS_DIR)/galaxy
+GALAXY_VENV := $(GALAXY_DIR)/.venv
+# pip 23.2 backtracks without end on Galaxy's pins; the Galaxy venv gets this pip first
+GALAXY_PIP := pip==26.3
 
-.PHONY: app-images procrastinate-image chancy-image huey-image pgbouncer-image noshell-image app-venv test-apps
+.PHONY: app-images procrastinate-image chancy-image huey-image pgbouncer-image noshell-image app-venv test-apps galaxy-image galaxy-venv test-galaxy
 
 app-images: procrastinate-image chancy-image huey-image pgbouncer-image noshell-image ## build the test app images (procrastinate, chancy :1 and :2, huey:1, pgbouncer, noshell); ~1 s when up to date
 
@@ -25,6 +29,10 @@ pgbouncer-image: docker-up ## jobhandlers/pgbouncer:1 (Debian's pgbouncer): the 
 
 noshell-image: venv docker-up ## jobhandlers/workload-noshell:1: the reference workload with no shell and no sleep binary
 	@t0=$$SECONDS; PY=$(PY) $(APPS_DIR)/noshell/build-image.sh; echo "noshell-image: $$((SECONDS - t0)) s"
+
+# Not in app-images (yet): ~1 GB image, cold build minutes (tests/apps/galaxy/README.md).
+galaxy-image: venv docker-up ## jobhandlers/galaxy:26.1: Galaxy 26.1.2 unmodified + our config and jhgalaxy wrappers
+	@t0=$$SECONDS; PY=$(PY) $(GALAXY_DIR)/build-image.sh 26.1; echo "galaxy-image: $$((SECONDS - t0)) s"
 
 # `make image` also builds the app images: a warm run only compares an inputs label.
 image: app-images
@@ -48,6 +56,21 @@ $(HUEY_VENV)/.installed: $(HUEY_DIR)/requirements.txt
 	$(HUEY_VENV)/bin/pip install -q --no-deps -r $<
 	$(HUEY_VENV)/bin/pip check
 	@touch $@
+
+galaxy-venv: $(GALAXY_VENV)/.installed ## host venv of the Galaxy test app (~0.9 GB; only `make test-galaxy` uses it)
+
+$(GALAXY_VENV)/.installed: $(GALAXY_DIR)/requirements.txt $(GALAXY_DIR)/pip-check-allowed.txt
+	test -x $(GALAXY_VENV)/bin/python || python3 -m venv $(GALAXY_VENV)
+	$(GALAXY_VENV)/bin/pip install -q $(GALAXY_PIP)
+	$(GALAXY_VENV)/bin/pip install -q --no-deps -r $<
+	@out=$$($(GALAXY_VENV)/bin/pip check 2>&1); left=$$(printf '%s\n' "$$out" | grep -v -x -F -f $(GALAXY_DIR)/pip-check-allowed.txt | grep -v '^No broken requirements found' || true); \
+	  if [ -n "$$left" ]; then printf 'pip check:\n%s\n' "$$left" >&2; exit 1; fi
+	@touch $@
+
+# Galaxy's host tests are not collected by `make test` / `make test-apps` (tests/apps/galaxy/conftest.py:
+# collect_ignore unless JH_GALAXY_TESTS=1): each Galaxy start costs 15-140 s of imports.
+test-galaxy: venv deps galaxy-venv ## Galaxy 26.1.2 host tests against a real PostgreSQL (minutes)
+	JH_GALAXY_TESTS=1 $(PY) -m pytest -n 0 -p no:cacheprovider tests/apps/galaxy -v
 
 # `make test` collects tests/apps too, so it needs the app venv (a missing one fails the tests).
 test: app-venv

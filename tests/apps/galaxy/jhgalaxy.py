@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Thin wrappers around Galaxy's own APIs for the jobhandlers chart (no Galaxy logic here).
+
+  jhgalaxy migrate        create the schema from empty or upgrade it: Galaxy's
+                          verify_databases_via_script (what `manage_db.sh init` runs) with
+                          database_auto_migrate on, under a PostgreSQL advisory lock
+  jhgalaxy schema-check   exit 0 at head, 3 behind, 4 ahead, 5 unreachable (Galaxy's
+                          AlembicManager: database revisions against the code's heads,
+                          branches gxy and tsi)
+  jhgalaxy schema-wait    the same check polled in one process (importing galaxy.model
+                          costs ~8 s CPU) until 0, 4 or WAIT_TIMEOUT_SECONDS; exit code as
+                          schema-check (4 = 0 with JOBHANDLERS_SCHEMA_ACCEPT_AHEAD=1)
+  jhgalaxy db-ping        exit 0 once the database accepts connections, else 5
+  jhgalaxy exec PROG ...  exec PROG (gunicorn, galaxy-main) with the environment below
+
+Environment: GALAXY_CONFIG_FILE (galaxy.yml), DATABASE_URL (the chart's postgresql:// URL,
+given to Galaxy as GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION with the psycopg 3 driver),
+JOBHANDLERS_STATE_DIR (when set, Galaxy's heartbeat log goes there).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, NoReturn, Sequence
+
+OK, BEHIND, AHEAD, UNREACHABLE = 0, 3, 4, 5
+# pg_advisory_lock key of `migrate`: "jhgalaxy" as 8 bytes
+LOCK_KEY = int.from_bytes(b"jhgalaxy", "big") & 0x7FFFFFFFFFFFFFFF
+MODELS = ("gxy", "tsi")
+
+
+def galaxy_env(env: dict[str, str]) -> dict[str, str]:
+    """Galaxy's environment from the chart's: database URL, heartbeat log path."""
+    env = dict(env)
+    env.setdefault("GALAXY_CONFIG_FILE", "config/galaxy.yml")
+    url = env.get("DATABASE_URL", "")
+    if url and "GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION" not in env:
+        scheme, sep, rest = url.partition("://")
+        if sep and scheme in ("postgres", "postgresql"):
+            url = f"postgresql+psycopg://{rest}"
+        env["GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION"] = url
+    state = env.get("JOBHANDLERS_STATE_DIR")
+    if state and "GALAXY_CONFIG_OVERRIDE_HEARTBEAT_LOG" not in env:
+        env["GALAXY_CONFIG_OVERRIDE_HEARTBEAT_LOG"] = os.path.join(state, "heartbeat_{server_name}.log")
+    return env
+
+
+def database_urls() -> tuple[Any, Any]:
+    """Galaxy's own reading of galaxy.yml + GALAXY_CONFIG_*: (gxy, tsi) DatabaseConfig."""
+    from galaxy.model.migrations.scripts import get_configuration_from_file
+
+    gxy, tsi, _ = get_configuration_from_file(os.getcwd(), os.environ["GALAXY_CONFIG_FILE"])
+    return gxy, tsi
+
+
+def engine_for(url: str) -> Any:
+    from sqlalchemy import create_engine
+
+    return create_engine(url, connect_args={"connect_timeout": 5}, pool_pre_ping=True)
+
+
+def migrate() -> int:
+    """Create or upgrade both schemas; a second concurrent run waits, then finds them at head."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from galaxy.model.migrations import verify_databases_via_script
+
+    gxy, tsi = database_urls()
+    engine = engine_for(gxy.url)
+    try:
+        conn = engine.connect()
+    except OperationalError as e:
+        print(f"jhgalaxy migrate: database unreachable: {e.orig}", file=sys.stderr)
+        return UNREACHABLE
+    with conn:
+        t0 = time.monotonic()
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": LOCK_KEY})
+        conn.commit()
+        waited = time.monotonic() - t0
+        try:
+            verify_databases_via_script(gxy, tsi, is_auto_migrate=True)
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": LOCK_KEY})
+            conn.commit()
+    engine.dispose()
+    rc, msg = check_once()
+    print(f"jhgalaxy migrate: waited {waited:.1f}s for the lock; {msg}")
+    return rc
+
+
+def model_state(engine: Any, model: str) -> tuple[int, str]:
+    """(code, message) of one model: its revision in the database against the code's head."""
+    from alembic.util.exc import CommandError
+
+    from galaxy.model.migrations import AlembicManager
+
+    am = AlembicManager(engine)
+    head = am.get_model_script_head(model)
+    for rev in am.db_heads or []:
+        try:
+            am.script_directory.get_revision(rev)
+        except CommandError:
+            return AHEAD, f"{model}: database at {rev}, unknown to this Galaxy (head {head}): a newer one migrated it"
+    db_rev = am.get_model_db_head(model)
+    if db_rev is None:
+        return BEHIND, f"{model}: no revision in the database (head {head})"
+    if db_rev == head:
+        return OK, f"{model}: at head {head}"
+    return BEHIND, f"{model}: database at {db_rev}, behind head {head}"
+
+
+def check_once(engine: Any = None) -> tuple[int, str]:
+    """(exit code, message) of both models; 5 when the database does not answer."""
+    from sqlalchemy.exc import OperationalError
+
+    own = engine is None
+    if own:
+        engine = engine_for(database_urls()[0].url)
+    try:
+        results = [model_state(engine, m) for m in MODELS]
+    except OperationalError as e:
+        return UNREACHABLE, f"database unreachable: {str(e.orig).strip().splitlines()[0]}"
+    finally:
+        if own:
+            engine.dispose()
+    code = max(r for r, _ in results)
+    return code, "; ".join(m for _, m in results)
+
+
+def schema_check() -> int:
+    code, msg = check_once()
+    print(msg, file=sys.stdout if code == OK else sys.stderr)
+    return code
+
+
+def schema_wait(timeout: float, interval: float) -> int:
+    """Poll check_once in this process until at head (or ahead), or until timeout."""
+    accept_ahead = os.environ.get("JOBHANDLERS_SCHEMA_ACCEPT_AHEAD") == "1"
+    gxy, _ = database_urls()
+    engine = engine_for(gxy.url)
+    t0 = time.monotonic()
+    tries = 0
+    while True:
+        tries += 1
+        code, msg = check_once(engine)
+        elapsed = time.monotonic() - t0
+        if code == OK or (code == AHEAD and accept_ahead):
+            print(f"jhgalaxy schema-wait: try {tries} after {elapsed:.0f}s: ok: {msg}")
+            return OK
+        print(f"jhgalaxy schema-wait: try {tries} after {elapsed:.0f}s: exit {code}: {msg}", file=sys.stderr)
+        if code == AHEAD:
+            print("jhgalaxy schema-wait: the schema is ahead of this image: roll forward", file=sys.stderr)
+            return AHEAD
+        if elapsed >= timeout:
+            print(f"jhgalaxy schema-wait: TIMEOUT after {elapsed:.0f}s (limit {timeout:.0f}s)", file=sys.stderr)
+            return code
+        time.sleep(interval)
+
+
+def db_ping() -> int:
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    engine = engine_for(database_urls()[0].url)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as e:
+        print(f"database unreachable: {str(e.orig).strip().splitlines()[0]}", file=sys.stderr)
+        return UNREACHABLE
+    finally:
+        engine.dispose()
+    return OK
+
+
+def usage() -> NoReturn:
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv: Sequence[str]) -> int:
+    if not argv:
+        usage()
+    cmd, rest = argv[0], list(argv[1:])
+    os.environ.update(galaxy_env(dict(os.environ)))
+    if cmd == "exec":
+        if not rest:
+            usage()
+        os.execvp(rest[0], rest)
+    if rest and cmd != "schema-wait":
+        usage()
+    if cmd == "migrate":
+        return migrate()
+    if cmd == "schema-check":
+        return schema_check()
+    if cmd == "schema-wait":
+        timeout = float(rest[0]) if rest else float(os.environ.get("WAIT_TIMEOUT_SECONDS", "600"))
+        return schema_wait(timeout, float(os.environ.get("JHGALAXY_WAIT_INTERVAL", "2")))
+    if cmd == "db-ping":
+        return db_ping()
+    usage()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
