@@ -27,7 +27,7 @@ N_FILES = 500
 N_LINT_SAMPLE = 20
 N_INVOCATIONS = 15
 JH = REPO / ".venv" / "bin" / "jobhandlers"
-CLEAN_EXAMPLE = REPO / "values-examples" / "galaxy.yaml"
+CLEAN_EXAMPLE = REPO / "values-examples" / "long-jobs.yaml"
 GOAL_INVOCATION_MS = 60
 GOAL_INVOCATION_RATIO = 2
 

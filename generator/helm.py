@@ -4,7 +4,7 @@ Every test and the `jobhandlers` tool render through this module, so the binary,
 release name, namespace and chart path are chosen in exactly one place.
 
     from . import helm
-    objs = helm.render(["values-examples/galaxy.yaml"], kube_version="1.25")
+    objs = helm.render(["values-examples/long-jobs.yaml"], kube_version="1.25")
     objs = helm.render([], kube_version="1.16", overrides={"drain": {"bufferSeconds": 60}})
     helm.render([...], helm_binary=helm.find_helm(3))     # helm 3 (parity test)
 

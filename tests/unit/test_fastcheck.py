@@ -83,7 +83,7 @@ def test_options_it_handles(capsys: pytest.CaptureFixture[str]) -> None:
     assert fastcheck.run(["--kube-version=1.30.2", ex, "--format", "json", "--platform", "cluster-autoscaler"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"] == {"errors": 0, "files": 1, "warnings": 0}
     assert fastcheck.run([ex, "--platform", "eks-upgrade=10"]) is None  # JH021 fires: full path reports it
-    galaxy = str(REPO / "values-examples" / "galaxy.yaml")
+    galaxy = str(REPO / "values-examples" / "long-jobs.yaml")
     assert fastcheck.run(["--kube-version", "1.21", galaxy]) is None  # JH008 on 1.21
 
 
@@ -104,7 +104,7 @@ def test_the_fast_path_imports_nothing_heavy() -> None:
     """The point of the fast path: measured by `make bench`, guarded here by what it imports."""
     # Modules already there at start-up (an editable install's finder imports pathlib) do not count.
     code = ("import sys; before = set(sys.modules); from generator.entry import main; "
-            "rc = main(['check', 'values-examples/galaxy.yaml']); "
+            "rc = main(['check', 'values-examples/long-jobs.yaml']); "
             "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in %r)); sys.exit(rc)" % (HEAVY,))
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
