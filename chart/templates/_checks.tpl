@@ -143,6 +143,9 @@ $(JOBHANDLERS_POD_NAME) / $(JOBHANDLERS_ORDINAL) exist only where the chart rend
 {{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
 {{- else if ne (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.identity.ordinalMinKubeVersion" $root))) "true" }}
 {{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), but Kubernetes %s < %s has no pod label apps.kubernetes.io/pod-index, so the chart cannot render it and the text would stay literal. Fix: use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target Kubernetes >= %s. (jobhandlers check: JH025)" $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.identity.ordinalMinKubeVersion" $root) (include "jobhandlers.identity.ordinalMinKubeVersion" $root)) }}
+{{- end }}
+{{- end }}
+{{- end }}
 
 {{/* image.tag must be a tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}): a digest belongs in image.digest. */}}
 {{- define "jobhandlers.checks.imageTag" -}}

@@ -57,7 +57,7 @@ def containers(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """'<object name>/<container>' -> container, for every pod-bearing object."""
     out = {}
     for obj in objs:
-        if obj["kind"] in ("Deployment", "Job", "Pod"):
+        if obj["kind"] in ("Deployment", "StatefulSet", "Job", "Pod"):
             spec = pod_spec(obj)
             for c in (spec.get("initContainers") or []) + spec["containers"]:
                 out[f"{obj['metadata']['name']}/{c['name']}"] = c
@@ -139,7 +139,7 @@ def test_model_env_containers_equal_the_render(files: list[Path], over: dict[str
         user = loaded.data
     values = merged({**user, **over})
     suffixes = {o["metadata"]["name"].removeprefix("demo-jobhandlers-"): o["metadata"]["name"]
-                for o in objs if o["kind"] in ("Deployment", "Job", "Pod")}
+                for o in objs if o["kind"] in ("Deployment", "StatefulSet", "Job", "Pod")}
     suffixes.update({k.split("-")[0]: v for k, v in suffixes.items() if k.startswith("migration-")})  # gitops hash
     seen = set()
     for c in model.env_containers(values):

@@ -35,7 +35,11 @@ def test_statefulset_keeps_the_deployment_lifecycle():
     dep = [d for d in kinds(_render(base), "Deployment") if d["metadata"]["name"].endswith("-job")][0]
     ps, pd = pod_spec(sts), pod_spec(dep)
     assert ps["terminationGracePeriodSeconds"] == pd["terminationGracePeriodSeconds"] == model.computed_grace(300, 1.0, 30, 10)
-    assert init_container(sts, "wait-for-migrations") == init_container(dep, "wait-for-migrations")
+    wait_s, wait_d = init_container(sts, "wait-for-migrations"), init_container(dep, "wait-for-migrations")
+    # the wait gets the handler's variables, identity included (a $(JOBHANDLERS_POD_NAME) in env resolves there too)
+    ident = [e for e in wait_s["env"] if e["name"] in model.IDENTITY_ENV]
+    assert [e["name"] for e in ident] == list(model.IDENTITY_ENV)
+    assert {**wait_s, "env": [e for e in wait_s["env"] if e not in ident]} == wait_d
     cs, cd = main_container(sts), main_container(dep)
     for key in ("readinessProbe", "livenessProbe", "startupProbe", "lifecycle", "command", "securityContext"):
         assert cs.get(key) == cd.get(key), key
