@@ -93,9 +93,10 @@ class Timeline:
 
 
 def is_handler_pod(pod: dict) -> bool:
-    """A Deployment's pod (owned by a ReplicaSet), not a Job's or a test client's."""
+    """A handler workload's pod (owned by a Deployment's ReplicaSet or by a StatefulSet,
+    handlers.<role>.kind), not a Job's or a test client's."""
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return any(o.get("kind") == "ReplicaSet" for o in owners)
+    return any(o.get("kind") in ("ReplicaSet", "StatefulSet") for o in owners)
 
 
 def pod_role(pod: dict) -> str:
@@ -108,6 +109,8 @@ def pod_role(pod: dict) -> str:
     for o in owners:
         if o.get("kind") == "ReplicaSet":  # <fullname>-<role>-<rs-hash>
             return o["name"].rsplit("-", 1)[0].rsplit("-", 1)[-1]
+        if o.get("kind") == "StatefulSet":  # <fullname>-<role>
+            return o["name"].rsplit("-", 1)[-1]
     return "?"
 
 
