@@ -22,11 +22,11 @@ from jhkind.cluster import RESTRICTED_LABELS, Kube, condition, event_time, job_s
 from jhkind.diagnostics import dump_namespace
 from jhkind.helm import Helm, HelmResult
 from jhkind.identity import lifetimes, overlaps
-from jhkind.observe import is_handler_pod, terminated_state
+from jhkind.observe import deletion_started, is_handler_pod, terminated_state
 from jhkind.postgres import Postgres
 from jhkind.progress import Progress
 from jhkind.scenario import Scenario, job_completed_at
-from jhkind.waits import wait_until
+from jhkind.waits import WaitTimeout, wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
 
@@ -150,24 +150,30 @@ def test_16b_galaxy_gating_off_outdated_schema(scenario: Scenario) -> None:
         assert not sc.migration_jobs()
         for w in sc.deployments().values():
             assert not w["spec"]["template"]["spec"].get("initContainers"), w["metadata"]["name"]
-    with p.phase("a job handler exits and is restarted"):
-        name = wait_until(lambda: next((pod["metadata"]["name"] for pod in sc.handler_pods("job")
-                                        if restart_count(pod) >= 1), None), 600,
-                          "a job handler to be restarted", interval=2, describe=sc.describe_pods)
-        p.fact("first_job_handler_restart_after_install_s", round(time.time() - t0, 1))
-        previous = sc.kube.logs(sc.namespace, name, "job", previous=True)
-        found = [e for e in GALAXY_ERRORS if e in previous]
-        p.fact("galaxy_error_in_previous_log", found)
-        assert found, f"no Galaxy schema error in {name}'s previous log:\n{previous[-3000:]}"
-        pod = sc.kube.pod(sc.namespace, name)
-        st = next(s for s in pod["status"]["containerStatuses"] if s["name"] == "job")
-        p.fact("job_handler_exit_code", st["lastState"]["terminated"]["exitCode"])
-        assert st["lastState"]["terminated"]["exitCode"] != 0
-        time.sleep(10)
+    with p.phase("every Galaxy process exits on the outdated schema and is restarted"):
+        def all_restarted() -> bool:
+            pods = sc.handler_pods()
+            return len(pods) == 4 and all(restart_count(pod) >= 1 for pod in pods)
+        wait_until(all_restarted, 600, "web, workflow and both job handlers to be restarted", interval=2,
+                   describe=sc.describe_pods)
+        p.fact("all_restarted_after_install_s", round(time.time() - t0, 1))
+        errors: dict[str, list[str]] = {}
+        codes: dict[str, int] = {}
+        for pod in sc.handler_pods():
+            name, role = pod["metadata"]["name"], pod_role_of(pod)
+            st = next(s for s in pod["status"]["containerStatuses"] if s["name"] == role)
+            codes[name] = st["lastState"]["terminated"]["exitCode"]
+            previous = sc.kube.logs(sc.namespace, name, role, previous=True)
+            errors[name] = [e for e in GALAXY_ERRORS if e in previous]
+            if role == "job":
+                assert errors[name], f"no Galaxy schema error in {name}'s previous log:\n{previous[-3000:]}"
+        p.fact("previous_exit_codes", codes)
+        p.fact("galaxy_errors_in_previous_logs", errors)
+        assert all(code != 0 for code in codes.values()), codes
         restarts = sc.handler_restarts()
         p.fact("restarts_per_pod", restarts)
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) > 0
+        assert sum(restarts.values()) >= 4, restarts
 
 
 def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
@@ -216,8 +222,14 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         p.fact("max_identity_overlap_s", max(spans))
         assert len(spans) == 2, f"expected one replacement per identity: {lifetimes(sc.timeline, 'job')}"
         assert max(spans) <= 0, f"two processes held one identity at once: {spans}"
-        exits = [terminated_state(pod, "job") for uid, pod in sc.timeline.last_pods().items() if uid in old]
-        p.fact("old_exit_codes", [t["exitCode"] if t else None for t in exits])
+        last = sc.timeline.last_pods()
+        exits = {uid: terminated_state(last[uid], "job") for uid in old}
+        p.fact("old_exit_codes", [t["exitCode"] if t else None for t in exits.values()])
+        took = {last[uid]["metadata"]["name"]: round(parse_time(t["finishedAt"]) - deletion_started(sc.timeline, uid), 1)
+                for uid, t in exits.items() if t and deletion_started(sc.timeline, uid) is not None}
+        p.fact("old_sigterm_to_exit_s", took)
+        assert all(t is not None for t in exits.values()), "an old job handler's end was not seen"
+        assert len(took) == 2 and max(took.values()) < grace, f"grace {grace}s: {took}"
         restarts = {n: r for n, r in sc.handler_restarts().items() if "-job-" in n}
         assert sum(restarts.values()) == 0, restarts
 
@@ -236,11 +248,15 @@ def test_16d_galaxy_liveness_sigstop(shared: Scenario) -> None:
                       ["terminationGracePeriodSeconds"])
     window = max_age + period * threshold
     with p.phase(f"SIGSTOP {target}: restarted by liveness (window {window}s + grace {probe_grace}s)"):
+        uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
         t0 = time.time()
         live.freeze(sc, target, "job")
 
         def restarted() -> bool:
             pod = sc.kube.pod(sc.namespace, target)
+            if pod is not None and pod["metadata"]["uid"] != uid:
+                raise WaitTimeout(f"{target} was replaced by a new pod, not restarted in place (evicted? its "
+                                  f"node drained by another scenario?): {sc.describe_pods()}")
             return pod is not None and restart_count(pod) > before[target]
         wait_until(restarted, window + probe_grace + 120, f"{target} to be restarted in place", interval=2,
                    describe=sc.describe_pods)
