@@ -129,3 +129,24 @@ def test_13c_huey_rollout_sigterm_alone_loses_tasks(scenario: Scenario) -> None:
         assert report["interrupted_runs"] > 0 and report["lost"] > 0, report
         assert report["lost"] == report["interrupted_runs"], f"huey re-ran an interrupted task: {report}"
         assert all(sigs == ["SIGTERM"] for sigs in report["signals"].values()), report["signals"]
+
+
+def test_13d_huey_rollout_kubelet_stop_signal(scenario: Scenario) -> None:
+    """drain.stopSignal live (ContainerStopSignals, KEP-4960, on in kube-apiserver and the
+    kubelet of the kind cluster): the container's lifecycle.stopSignal is SIGINT and there is
+    no preStop kill, so the SIGINT huey drains on comes from the kubelet itself."""
+    sc, p = scenario, scenario.progress
+    report = rollout_with_tasks(sc, hy.STOP_SIGNAL_DRAIN, 8)
+    dep = sc.deployments()["job"]
+    container = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "job")
+    lifecycle = container.get("lifecycle") or {}
+    p.fact("lifecycle", lifecycle)
+    with p.phase("stopSignal SIGINT from the kubelet: 0 lost, exit 0 before grace, huey saw SIGINT only"):
+        assert lifecycle.get("stopSignal") == "SIGINT", lifecycle
+        assert "kill" not in str(lifecycle.get("preStop")), lifecycle
+        assert all(sigs == ["SIGINT"] for sigs in report["signals"].values()), report["signals"]
+        assert report["lost"] == 0 and report["unfinished_runs"] == 0, report
+        for name, (code, seconds) in report["exits"].items():
+            assert code == 0, f"{name} exited {code}"
+            assert seconds < report["grace"], f"{name} needed {seconds:.0f}s, grace {report['grace']}s"
+        assert sum(sc.handler_restarts().values()) == 0
