@@ -87,7 +87,10 @@ def expectations(values: dict[str, Any], versions: Sequence[str]) -> dict[str, A
         "chart_secret_hook": hook_mode and not database.get("existingSecret")
         and bool(database.get("secretIsHook", True)),
         "wait_for_migrations": bool((values.get("waitForMigrations") or {}).get("enabled", True)),
-        "schema_check": " ".join(str(x) for x in (values.get("commands") or {}).get("schemaCheck") or []),
+        # what wait-for-migrations runs: commands.schemaWait (one process that polls) when set,
+        # else the schemaCheck retry loop
+        "schema_check": " ".join(str(x) for x in ((values.get("commands") or {}).get("schemaWait")
+                                                   or (values.get("commands") or {}).get("schemaCheck") or [])),
         "image_tag": str((values.get("image") or {}).get("tag") or ""),
         "roles": roles,
         "per_version": per_version,

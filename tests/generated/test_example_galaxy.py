@@ -30,7 +30,7 @@ MIGRATION_ENABLED = True
 HOOK_MODE = True
 HOOK_WEIGHT_VALUE = -5
 WAIT_FOR_MIGRATIONS = True
-SCHEMA_CHECK = 'jhgalaxy schema-check'
+SCHEMA_CHECK = 'jhgalaxy schema-wait'
 IMAGE_TAG = '26.1'
 # role -> effective terminationGracePeriodSeconds, DRAIN_DEADLINE_SECONDS, PDB on/off.
 ROLES = {
