@@ -71,6 +71,16 @@ def _fix_for(err: ValidationError, key: str | None = None) -> str:
     return "see the key's description in chart/values.schema.json"
 
 
+def _together(err: ValidationError) -> list[str]:
+    """Keys a `not: {anyOf: [{required: [a, b]}, ...]}` forbids together (e.g. two handlers in
+    one probe, oneProbeHandler) that the value names, in its own order; [] otherwise."""
+    if err.validator != "not" or not isinstance(err.instance, dict) or not isinstance(err.validator_value, dict):
+        return []
+    listed = {k for branch in err.validator_value.get("anyOf") or [] if isinstance(branch, dict)
+              for k in branch.get("required") or []}
+    return [k for k in err.instance if k in listed]
+
+
 def _expand(err: ValidationError) -> list[ValidationError]:
     """anyOf/oneOf errors: when exactly one branch fits the value's type (e.g. role object
     vs null), report that branch's own errors instead of the whole value."""
@@ -109,10 +119,16 @@ def validate(vf: ValuesFile, schema_file: Path | None = None) -> list[Finding]:
                                         _fix_for(err, key)))
             continue
         line, col, found = vf.position(path)
-        msg = err.message
+        msg, fix = err.message, _fix_for(err)
+        together = _together(err)
+        if len(together) > 1:
+            why = str(err.schema.get("description", "")).split(":")[0] if isinstance(err.schema, dict) else ""
+            names = ", ".join(together[:-1]) + " and " + together[-1]
+            msg = f"{names} together" + (f": {why[:1].lower()}{why[1:]}" if why else " are not allowed")
+            fix = f"keep one of {', '.join(together)}"
         if len(msg) > 200:
             msg = msg[:197] + "..."
         if not found and path:
             msg += " (value from chart defaults)"
-        findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(path), msg, _fix_for(err)))
+        findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(path), msg, fix))
     return sorted(findings)

@@ -27,21 +27,11 @@ Included once, from templates/checks.yaml.
 {{- end }}
 {{- end }}
 
-{{/* Probe handlers a role's probes name: one per block, grpc only where honoured. */}}
+{{/* grpc probes only where honoured. (One handler per probe block is values.schema.json's
+oneProbeHandler: helm validates it before rendering, jobhandlers check with jsonschema.) */}}
 {{- define "jobhandlers.checks.probes" -}}
 {{- $root := index . 0 }}
 {{- $role := index . 1 }}
-{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
-{{- range $key := list "readinessProbe" "livenessProbe" "startupProbe" }}
-{{- $block := index $spec $key | default dict }}
-{{- $named := list }}
-{{- range $k := splitList " " (include "jobhandlers.probe.handlerKinds" $root) }}
-{{- if and (hasKey $block $k) (not (kindIs "invalid" (index $block $k))) }}{{ $named = append $named $k }}{{ end }}
-{{- end }}
-{{- if gt (len $named) 1 }}
-{{- fail (printf "jobhandlers: handlers.%s.%s names %d handlers (%s); a probe has exactly one. Fix: keep one of them." $role $key (len $named) (join ", " $named)) }}
-{{- end }}
-{{- end }}
 {{- range $kind := list "readiness" "liveness" "startup" }}
 {{- $p := include "jobhandlers.probe.resolve" (list $root $role $kind) | fromJson }}
 {{- if and $p.enabled (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
