@@ -71,10 +71,11 @@ oneProbeHandler: helm validates it before rendering, jobhandlers check with json
 {{- end }}
 {{- end }}
 
-{{/* An explicit grace must cover the computed one (_grace.tpl). */}}
+{{/* An explicit grace must cover the computed one (_grace.tpl); enabled roles only, like
+every role check and JH001: a disabled role renders no pod its grace could apply to. */}}
 {{- define "jobhandlers.checks.grace" -}}
 {{- range $role, $spec := .Values.handlers }}
-{{- if $spec }}
+{{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- $explicit := include "jobhandlers.grace.explicit" (list $ $role) }}
 {{- if $explicit }}
 {{- $computed := include "jobhandlers.grace.computed" (list $ $role) }}
