@@ -81,6 +81,23 @@ def _together(err: ValidationError) -> list[str]:
     return [k for k in err.instance if k in listed]
 
 
+def _nulled(vf: ValuesFile, err: ValidationError) -> list[Any] | None:
+    """For a `required` error, the key path when the user's file sets that key to null (helm's
+    coalescing deletes the chart's default then, like the merge here); else None."""
+    if err.validator != "required":
+        return None
+    m = re.match(r"'(.+)' is a required property$", err.message)
+    if not m:
+        return None
+    key_path = list(err.absolute_path) + [m.group(1)]
+    node: Any = vf.data
+    for part in key_path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return key_path if node is None else None
+
+
 def _expand(err: ValidationError) -> list[ValidationError]:
     """anyOf/oneOf errors: when exactly one branch fits the value's type (e.g. role object
     vs null), report that branch's own errors instead of the whole value."""
@@ -117,6 +134,14 @@ def validate(vf: ValuesFile, schema_file: Path | None = None) -> list[Finding]:
                 msg = f"unknown key `{key}`" if key is not None else err.message
                 findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(kpath), msg,
                                         _fix_for(err, key)))
+            continue
+        nulled = _nulled(vf, err)
+        if nulled is not None:
+            line, col, _ = vf.position(nulled)
+            findings.append(Finding(
+                vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(nulled),
+                f"`{nulled[-1]}: null` deletes the chart's default {dotted(nulled)}, which the chart needs",
+                f"remove the `{nulled[-1]}: null` line (set only the keys you want to change)"))
             continue
         line, col, found = vf.position(path)
         msg, fix = err.message, _fix_for(err)
