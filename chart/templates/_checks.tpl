@@ -34,7 +34,9 @@ oneProbeHandler: helm validates it before rendering, jobhandlers check with json
 {{- $role := index . 1 }}
 {{- range $kind := list "readiness" "liveness" "startup" }}
 {{- $p := include "jobhandlers.probe.resolve" (list $root $role $kind) | fromJson }}
-{{- if and $p.enabled (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
+{{- /* a startupProbe below its minKubeVersion is not rendered at all (JH015 alike) */}}
+{{- $rendered := or (ne $kind "startup") (include "jobhandlers.startupProbe.rendered" (list $root $role)) }}
+{{- if and $p.enabled $rendered (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
 {{- fail (printf "jobhandlers: the %s probe of role %s is a grpc probe, but Kubernetes %s < %s drops grpc probes (GRPCContainerProbe is off there), so the container would run with no %s probe at all. Fix: use httpGet, tcpSocket or exec (e.g. grpc_health_probe) on this cluster, or target Kubernetes >= %s. (jobhandlers check: JH015)" $kind $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.probe.grpcMinKubeVersion" $root) $kind (include "jobhandlers.probe.grpcMinKubeVersion" $root)) }}
 {{- end }}
 {{- end }}

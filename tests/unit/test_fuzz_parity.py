@@ -4,7 +4,8 @@ The values examples (and chart/values.yaml) with one to four lifecycle settings 
 (fuzz_support.lifecycle_mutations), each on an old (< 1.29) and a new kube version: check's
 errors from the rules the chart also enforces at render time, from the schema or from the
 input, are non-empty exactly when the real `helm template` fails. So a clean check means
-helm renders, and what the chart refuses, check refuses. Policy-only errors (JH002, JH003,
+helm renders, and what the chart refuses, check refuses. When helm renders, its roles,
+graces and drain deadlines are the model's. Policy-only errors (JH002, JH003,
 JH009 …: the chart renders those values, check refuses them) and warnings are aside.
 
 Seeded and bounded in `make test` (the "ci" profile), wider in `make fuzz`. Counter-examples
@@ -24,7 +25,9 @@ from hypothesis import strategies as st
 
 from fuzz_support import (PARITY_VERSIONS_NEW, PARITY_VERSIONS_OLD, assert_no_crash, lifecycle_mutations,
                           run_inprocess, scaled)
-from generator import helm
+from generator import helm, model
+from generator.invariants import deployments_by_role, env_value, pod_spec, role_container
+from generator.values import load_values, merged
 
 PARITY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parity"
 # Rules the chart enforces itself (a `fail` in chart/templates/): README "Policy rules".
@@ -43,6 +46,8 @@ EXPECTED: dict[str, dict[str, bool]] = {
     # the chart reads; values.schema.json now requires them.
     "null-image-block.yaml": {"1.20": False, "1.34": False},
     "null-drain-buffer.yaml": {"1.20": False, "1.34": False},
+    # check passed, the chart refused: a grpc startupProbe where no startupProbe is rendered.
+    "grpc-startup-probe-not-rendered.yaml": {"1.16": True, "1.20": False, "1.34": True},
 }
 
 
@@ -65,10 +70,24 @@ def outcome(path: Path, version: str) -> tuple[list[str], str]:
     if run.rc == 0:
         assert not refusing, run.out
     try:
-        helm.render_text([path], kube_version=version)
+        text = helm.render_text([path], kube_version=version)
     except helm.HelmRenderError as exc:
         return refusing, exc.message or "helm failed"
+    assert_model_numbers(path, helm.parse_manifests(text))
     return refusing, ""
+
+
+def assert_model_numbers(path: Path, objects: list[dict[str, Any]]) -> None:
+    """What helm rendered has the model's roles, graces and drain deadlines (the numbers
+    check and `jobhandlers grace` report)."""
+    values = merged(load_values(path).data)
+    rendered = deployments_by_role(objects)
+    assert sorted(rendered) == model.enabled_roles(values), path.read_text()
+    for role, deployment in rendered.items():
+        grace = model.role_grace(values, role)
+        got = (pod_spec(deployment)["terminationGracePeriodSeconds"],
+               env_value(role_container(deployment), "DRAIN_DEADLINE_SECONDS"))
+        assert got == (grace.effective, str(grace.drain_deadline)), (role, path.read_text())
 
 
 def assert_parity(path: Path, version: str) -> bool:
