@@ -93,9 +93,10 @@ class Timeline:
 
 
 def is_handler_pod(pod: dict) -> bool:
-    """A Deployment's pod (owned by a ReplicaSet), not a Job's or a test client's."""
+    """A handler pod: a Deployment's (owned by a ReplicaSet) or a StatefulSet's, not a Job's
+    or a test client's."""
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return any(o.get("kind") == "ReplicaSet" for o in owners)
+    return any(o.get("kind") in ("ReplicaSet", "StatefulSet") for o in owners)
 
 
 def pod_role(pod: dict) -> str:
