@@ -111,10 +111,10 @@ test: tools venv deps ## unit, render, generated and workload tests, plus freshn
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup tests
 
 .PHONY: fuzz
-fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render, 10x the examples of make test
+fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render and check-vs-helm parity, 10x the examples of make test
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/unit/test_fuzz_check.py \
 	  tests/unit/test_fuzz_grace.py tests/unit/test_fuzz_render.py tests/unit/test_fuzz_regressions.py \
-	  tests/unit/test_fastcheck.py
+	  tests/unit/test_fuzz_parity.py tests/unit/test_fastcheck.py
 
 .PHONY: bench
 bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm, workload lifecycle

@@ -2,7 +2,7 @@
 values.schema.json (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:a23955a9-20111:b1bedb4e-63384'
+CHART_KEY = 'crc32:a23955a9-20111:b460154a-65952'
 DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None}}}
 
 
@@ -42,6 +42,9 @@ def validate(data, custom_formats={}, name_prefix=None):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
+        data__missing_keys = set(['image', 'commands', 'database', 'migration', 'waitForMigrations', 'heartbeat', 'readiness', 'liveness', 'startupProbe', 'drain', 'podSecurityContext', 'containerSecurityContext', 'serviceAccount', 'service', 'helmTest']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
         data_keys = set(data.keys())
         if "global" in data_keys:
             data_keys.remove("global")
@@ -272,6 +275,9 @@ def validate(data, custom_formats={}, name_prefix=None):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".database must be object")
             data__database_is_dict = isinstance(data__database, dict)
             if data__database_is_dict:
+                data__database__missing_keys = set(['secretIsHook']) - data__database.keys()
+                if data__database__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".database must contain ")
                 data__database_keys = set(data__database.keys())
                 if "host" in data__database_keys:
                     data__database_keys.remove("host")
@@ -348,6 +354,9 @@ def validate(data, custom_formats={}, name_prefix=None):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration must be object")
             data__migration_is_dict = isinstance(data__migration, dict)
             if data__migration_is_dict:
+                data__migration__missing_keys = set(['waitForDatabase']) - data__migration.keys()
+                if data__migration__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration must contain ")
                 data__migration_keys = set(data__migration.keys())
                 if "enabled" in data__migration_keys:
                     data__migration_keys.remove("enabled")
@@ -673,8 +682,12 @@ def validate(data, custom_formats={}, name_prefix=None):
             data__readiness = data["readiness"]
             if not isinstance(data__readiness, (dict)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness must be object")
+            validate___definitions_oneprobehandler(data__readiness, custom_formats, (name_prefix or "data") + ".readiness")
             data__readiness_is_dict = isinstance(data__readiness, dict)
             if data__readiness_is_dict:
+                data__readiness__missing_keys = set(['maxAgeSeconds']) - data__readiness.keys()
+                if data__readiness__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness must contain ")
                 data__readiness_keys = set(data__readiness.keys())
                 if "maxAgeSeconds" in data__readiness_keys:
                     data__readiness_keys.remove("maxAgeSeconds")
@@ -751,8 +764,12 @@ def validate(data, custom_formats={}, name_prefix=None):
             data__liveness = data["liveness"]
             if not isinstance(data__liveness, (dict)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness must be object")
+            validate___definitions_oneprobehandler(data__liveness, custom_formats, (name_prefix or "data") + ".liveness")
             data__liveness_is_dict = isinstance(data__liveness, dict)
             if data__liveness_is_dict:
+                data__liveness__missing_keys = set(['maxAgeSeconds']) - data__liveness.keys()
+                if data__liveness__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness must contain ")
                 data__liveness_keys = set(data__liveness.keys())
                 if "maxAgeSeconds" in data__liveness_keys:
                     data__liveness_keys.remove("maxAgeSeconds")
@@ -837,8 +854,12 @@ def validate(data, custom_formats={}, name_prefix=None):
             data__startupProbe = data["startupProbe"]
             if not isinstance(data__startupProbe, (dict)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe must be object")
+            validate___definitions_oneprobehandler(data__startupProbe, custom_formats, (name_prefix or "data") + ".startupProbe")
             data__startupProbe_is_dict = isinstance(data__startupProbe, dict)
             if data__startupProbe_is_dict:
+                data__startupProbe__missing_keys = set(['minKubeVersion']) - data__startupProbe.keys()
+                if data__startupProbe__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe must contain ")
                 data__startupProbe_keys = set(data__startupProbe.keys())
                 if "enabled" in data__startupProbe_keys:
                     data__startupProbe_keys.remove("enabled")
@@ -932,6 +953,9 @@ def validate(data, custom_formats={}, name_prefix=None):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain must be object")
             data__drain_is_dict = isinstance(data__drain, dict)
             if data__drain_is_dict:
+                data__drain__missing_keys = set(['runtimeMultiplier', 'bufferSeconds', 'preStopSeconds']) - data__drain.keys()
+                if data__drain__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain must contain ")
                 data__drain_keys = set(data__drain.keys())
                 if "runtimeMultiplier" in data__drain_keys:
                     data__drain_keys.remove("runtimeMultiplier")
@@ -1974,6 +1998,7 @@ def validate___definitions_roledrain(data, custom_formats={}, name_prefix=None):
 def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    validate___definitions_oneprobehandler(data, custom_formats, (name_prefix or "data") + "")
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data_keys = set(data.keys())
@@ -2263,6 +2288,106 @@ def validate___definitions_probehandlers_exec(data, custom_formats={}, name_pref
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".command[{data__command_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
         if data_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_oneprobehandler(data, custom_formats={}, name_prefix=None):
+    try:
+        data_any_of_count9 = 0
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['exec', 'httpGet']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['exec', 'tcpSocket']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['exec', 'grpc']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['exec', 'heartbeat']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['httpGet', 'tcpSocket']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['httpGet', 'grpc']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['httpGet', 'heartbeat']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['tcpSocket', 'grpc']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['tcpSocket', 'heartbeat']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            try:
+                data_is_dict = isinstance(data, dict)
+                if data_is_dict:
+                    data__missing_keys = set(['grpc', 'heartbeat']) - data.keys()
+                    if data__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+                data_any_of_count9 += 1
+            except JsonSchemaValueException: pass
+        if not data_any_of_count9:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " cannot be validated by any definition")
+    except JsonSchemaValueException: pass
+    else:
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must NOT match a disallowed definition")
     return data
 
 def validate___definitions_sidecars(data, custom_formats={}, name_prefix=None):

@@ -68,10 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="use this chart (a directory or a `helm package` .tgz) instead of the "
                               f"one shipped with the tool ({charts.describe(charts.DEFAULT_DIR)})")
 
-    t = sub.add_parser("gen-tests", help="generate tests/generated/ from values-examples/")
-    t.add_argument("--check", action="store_true", help="fail when tests/generated/ is stale")
+    t = sub.add_parser("gen-tests", help="generate pytest files for values files (default: tests/generated/ "
+                                         "from values-examples/)")
+    t.add_argument("--check", action="store_true", help="fail when the output directory is stale")
     t.add_argument("--out", type=Path, default=None, help="output directory (default: tests/generated/)")
     t.add_argument("--examples", type=Path, default=None, help="directory of values examples")
+    t.add_argument("--kube-version", type=_kube_version, action="append", default=None,
+                   help="test only these kube versions (default: the whole matrix, or from the file's "
+                        "`# kube-versions: >=X.Y` comment on)")
+    t.add_argument("values", nargs="*", type=Path,
+                   help="values files to generate tests for (one test_example_<name>.py each)")
     return p
 
 
@@ -177,10 +183,21 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_gen_tests(args: argparse.Namespace) -> int:
     """jobhandlers gen-tests."""
-    from . import gentests
+    from . import gentests, helm
 
     examples = _examples(args.examples)
-    res = gentests.gen_tests(examples, args.out or gentests.GENERATED_DIR, check=args.check)
+    if args.values:
+        missing = [str(v) for v in args.values if not v.is_file()]
+        if missing:
+            print(_safe(f"jobhandlers gen-tests: no such values file: {', '.join(missing)}"), file=sys.stderr)
+            return EXIT_INPUT
+        examples = (examples or []) + list(args.values)
+    if not (examples if examples is not None else helm.examples()):
+        where = args.examples if args.examples is not None else helm.EXAMPLES_DIR
+        print(_safe(f"jobhandlers gen-tests: no values files given and no *.yaml in {where}"), file=sys.stderr)
+        return EXIT_INPUT
+    out = args.out or gentests.GENERATED_DIR
+    res = gentests.gen_tests(examples, out, check=args.check, versions=args.kube_version or model.KUBE_VERSIONS)
     for err in res.errors:
         print(_safe(f"gen-tests FAILED: {err}"), file=sys.stderr)
     if res.errors:
@@ -189,9 +206,9 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
         for s in res.stale:
             print(_safe(f"stale: {s}"))
         if res.stale:
-            print(f"gen-tests --check: {len(res.stale)} stale file(s); run `make gen-tests`")
+            print(f"gen-tests --check: {len(res.stale)} stale file(s); run `{gentests.regenerate_command(out)}`")
             return EXIT_FAIL
-        print("gen-tests --check: tests/generated/ is up to date")
+        print(_safe(f"gen-tests --check: {gentests.display_path(out)}/ is up to date"))
         return EXIT_OK
     for w in res.written:
         print(_safe(f"wrote {w}"))

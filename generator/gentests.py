@@ -1,8 +1,14 @@
-"""`jobhandlers gen-tests`: one pytest file per values example in tests/generated/, from
-jinja2 templates, with every expected value computed now by generator.model."""
+"""`jobhandlers gen-tests`: one pytest file per values file, from jinja2 templates, with every
+expected value computed now by the policy model (model.py).
+
+The files import only the installed `jobhandlers` package and pytest, and render with the
+user's helm (helm.find_helm), so `jobhandlers gen-tests my-values.yaml --out tests/` works
+from the wheel; in this repository `make gen-tests` writes tests/generated/ from
+values-examples/."""
 
 from __future__ import annotations
 
+import os
 import pprint
 import re
 from dataclasses import dataclass, field
@@ -87,7 +93,10 @@ def expectations(values: dict[str, Any], versions: Sequence[str]) -> dict[str, A
         "chart_secret_hook": hook_mode and not database.get("existingSecret")
         and bool(database.get("secretIsHook", True)),
         "wait_for_migrations": bool((values.get("waitForMigrations") or {}).get("enabled", True)),
-        "schema_check": " ".join(str(x) for x in (values.get("commands") or {}).get("schemaCheck") or []),
+        # what wait-for-migrations runs: commands.schemaWait (one process that polls) when set,
+        # else the schemaCheck retry loop
+        "schema_check": " ".join(str(x) for x in ((values.get("commands") or {}).get("schemaWait")
+                                                   or (values.get("commands") or {}).get("schemaCheck") or [])),
         "image_tag": str((values.get("image") or {}).get("tag") or ""),
         "roles": roles,
         "per_version": per_version,
@@ -111,19 +120,37 @@ def _probe_expectations(values: dict[str, Any], role: str, version: str) -> dict
     return out
 
 
-def generate_one(example: Path, versions: Sequence[str] = model.KUBE_VERSIONS) -> str:
-    """The generated test module for one example."""
+def _source_name(example: Path) -> str:
+    """How the header names the values file: relative to the repository in the checkout,
+    else to the current directory (absolute when outside both)."""
+    base = helm.REPO_ROOT if charts.IN_CHECKOUT else Path.cwd()
+    try:
+        return example.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return example.resolve().as_posix()
+
+
+def generate_one(example: Path, versions: Sequence[str] = model.KUBE_VERSIONS, *, test_dir: Path | None = None,
+                 regenerate: str = "jobhandlers gen-tests") -> str:
+    """The generated test module for one example, to be written into `test_dir` (the module
+    finds the values file relative to itself; absolute when test_dir is None)."""
     vf = load_values(example)
     problems = vf.findings or check_schema(vf)
     if exit_code(problems):
         raise GenError("; ".join(f"{f.location}: {f.rule} {f.message}" for f in problems))
-    try:
-        rel = str(example.resolve().relative_to(helm.REPO_ROOT))
-    except ValueError:
-        rel = str(example.resolve())
+    target = example.resolve()
+    from_test = Path(os.path.relpath(target, test_dir.resolve())).as_posix() if test_dir is not None else target.as_posix()
     ctx = expectations(merged(vf.data), versions)
-    ctx["example"] = rel
+    ctx.update(example=_source_name(example), example_from_test=from_test, regenerate=regenerate)
     return _env().get_template(TEMPLATE).render(**ctx)
+
+
+def regenerate_command(out_dir: Path) -> str:
+    """What the header tells a reader to run: `make gen-tests` for this repository's own
+    tests/generated/, else the tool's command."""
+    if charts.IN_CHECKOUT and out_dir.resolve() == GENERATED_DIR.resolve():
+        return "make gen-tests"
+    return "jobhandlers gen-tests"
 
 
 @dataclass
@@ -157,9 +184,17 @@ def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_
     examples = list(examples if examples is not None else helm.examples())
     result = GenResult()
     wanted: dict[str, str] = {}
+    names: dict[str, Path] = {}
+    regenerate = regenerate_command(out_dir)
     for ex in examples:
+        name = generated_file_name(ex)
+        if name in names:
+            result.errors.append(f"{ex}: its tests would be {name}, like those of {names[name]}; rename one of them")
+            continue
+        names[name] = ex
         try:
-            wanted[generated_file_name(ex)] = generate_one(ex, helm.example_versions(ex, versions))
+            wanted[name] = generate_one(ex, helm.example_versions(ex, versions), test_dir=out_dir,
+                                        regenerate=regenerate)
         except GenError as exc:
             result.errors.append(f"{ex}: {exc}")
         except (jinja2.TemplateError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
@@ -167,7 +202,7 @@ def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_
     if result.errors:
         return result
     existing = _existing(out_dir) if out_dir.is_dir() else {}
-    rel = _rel(out_dir)
+    rel = display_path(out_dir)
     for name in sorted(set(wanted) | set(existing)):
         if name not in existing:
             result.stale.append(f"{rel}/{name} (missing)")
@@ -189,7 +224,8 @@ def gen_tests(examples: Sequence[Path] | None = None, out_dir: Path = GENERATED_
     return result
 
 
-def _rel(path: Path) -> str:
+def display_path(path: Path) -> str:
+    """path relative to the current directory when it is under it, else as given."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

@@ -83,7 +83,10 @@ def find_helm(major: int = 4) -> Path:
         raise HelmNotFoundError(f"unsupported helm major version {major}; use 3 or 4")
     env, default = _BINARIES[major]
     if not os.environ.get(env) and not charts.IN_CHECKOUT and major == 4:
-        default = Path(shutil.which("helm") or "helm")
+        found = shutil.which("helm")
+        if found is None:
+            raise HelmNotFoundError(f"helm not found on PATH (put helm on PATH or set {env}=/path/to/helm)")
+        default = Path(found)
     path = Path(os.environ.get(env) or default)
     if not (path.is_file() and os.access(path, os.X_OK)):
         hint = "run `make tools`" if charts.IN_CHECKOUT else "put helm on PATH"

@@ -71,6 +71,33 @@ def _fix_for(err: ValidationError, key: str | None = None) -> str:
     return "see the key's description in chart/values.schema.json"
 
 
+def _together(err: ValidationError) -> list[str]:
+    """Keys a `not: {anyOf: [{required: [a, b]}, ...]}` forbids together (e.g. two handlers in
+    one probe, oneProbeHandler) that the value names, in its own order; [] otherwise."""
+    if err.validator != "not" or not isinstance(err.instance, dict) or not isinstance(err.validator_value, dict):
+        return []
+    listed = {k for branch in err.validator_value.get("anyOf") or [] if isinstance(branch, dict)
+              for k in branch.get("required") or []}
+    return [k for k in err.instance if k in listed]
+
+
+def _nulled(vf: ValuesFile, err: ValidationError) -> list[Any] | None:
+    """For a `required` error, the key path when the user's file sets that key to null (helm's
+    coalescing deletes the chart's default then, like the merge here); else None."""
+    if err.validator != "required":
+        return None
+    m = re.match(r"'(.+)' is a required property$", err.message)
+    if not m:
+        return None
+    key_path = list(err.absolute_path) + [m.group(1)]
+    node: Any = vf.data
+    for part in key_path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return key_path if node is None else None
+
+
 def _expand(err: ValidationError) -> list[ValidationError]:
     """anyOf/oneOf errors: when exactly one branch fits the value's type (e.g. role object
     vs null), report that branch's own errors instead of the whole value."""
@@ -108,11 +135,25 @@ def validate(vf: ValuesFile, schema_file: Path | None = None) -> list[Finding]:
                 findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(kpath), msg,
                                         _fix_for(err, key)))
             continue
+        nulled = _nulled(vf, err)
+        if nulled is not None:
+            line, col, _ = vf.position(nulled)
+            findings.append(Finding(
+                vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(nulled),
+                f"`{nulled[-1]}: null` deletes the chart's default {dotted(nulled)}, which the chart needs",
+                f"remove the `{nulled[-1]}: null` line (set only the keys you want to change)"))
+            continue
         line, col, found = vf.position(path)
-        msg = err.message
+        msg, fix = err.message, _fix_for(err)
+        together = _together(err)
+        if len(together) > 1:
+            why = str(err.schema.get("description", "")).split(":")[0] if isinstance(err.schema, dict) else ""
+            names = ", ".join(together[:-1]) + " and " + together[-1]
+            msg = f"{names} together" + (f": {why[:1].lower()}{why[1:]}" if why else " are not allowed")
+            fix = f"keep one of {', '.join(together)}"
         if len(msg) > 200:
             msg = msg[:197] + "..."
         if not found and path:
             msg += " (value from chart defaults)"
-        findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(path), msg, _fix_for(err)))
+        findings.append(Finding(vf.path, line, col, "JHS001", ERROR, SCHEMA, dotted(path), msg, fix))
     return sorted(findings)

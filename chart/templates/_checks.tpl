@@ -30,24 +30,16 @@ Included once, from templates/checks.yaml.
 {{- end }}
 {{- end }}
 
-{{/* Probe handlers a role's probes name: one per block, grpc only where honoured. */}}
+{{/* grpc probes only where honoured. (One handler per probe block is values.schema.json's
+oneProbeHandler: helm validates it before rendering, jobhandlers check with jsonschema.) */}}
 {{- define "jobhandlers.checks.probes" -}}
 {{- $root := index . 0 }}
 {{- $role := index . 1 }}
-{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
-{{- range $key := list "readinessProbe" "livenessProbe" "startupProbe" }}
-{{- $block := index $spec $key | default dict }}
-{{- $named := list }}
-{{- range $k := splitList " " (include "jobhandlers.probe.handlerKinds" $root) }}
-{{- if and (hasKey $block $k) (not (kindIs "invalid" (index $block $k))) }}{{ $named = append $named $k }}{{ end }}
-{{- end }}
-{{- if gt (len $named) 1 }}
-{{- fail (printf "jobhandlers: handlers.%s.%s names %d handlers (%s); a probe has exactly one. Fix: keep one of them." $role $key (len $named) (join ", " $named)) }}
-{{- end }}
-{{- end }}
 {{- range $kind := list "readiness" "liveness" "startup" }}
 {{- $p := include "jobhandlers.probe.resolve" (list $root $role $kind) | fromJson }}
-{{- if and $p.enabled (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
+{{- /* a startupProbe below its minKubeVersion is not rendered at all (JH015 alike) */}}
+{{- $rendered := or (ne $kind "startup") (include "jobhandlers.startupProbe.rendered" (list $root $role)) }}
+{{- if and $p.enabled $rendered (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
 {{- fail (printf "jobhandlers: the %s probe of role %s is a grpc probe, but Kubernetes %s < %s drops grpc probes (GRPCContainerProbe is off there), so the container would run with no %s probe at all. Fix: use httpGet, tcpSocket or exec (e.g. grpc_health_probe) on this cluster, or target Kubernetes >= %s. (jobhandlers check: JH015)" $kind $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.probe.grpcMinKubeVersion" $root) $kind (include "jobhandlers.probe.grpcMinKubeVersion" $root)) }}
 {{- end }}
 {{- end }}
@@ -84,10 +76,11 @@ Included once, from templates/checks.yaml.
 {{- end }}
 {{- end }}
 
-{{/* An explicit grace must cover the computed one (_grace.tpl). */}}
+{{/* An explicit grace must cover the computed one (_grace.tpl); enabled roles only, like
+every role check and JH001: a disabled role renders no pod its grace could apply to. */}}
 {{- define "jobhandlers.checks.grace" -}}
 {{- range $role, $spec := .Values.handlers }}
-{{- if $spec }}
+{{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- $explicit := include "jobhandlers.grace.explicit" (list $ $role) }}
 {{- if $explicit }}
 {{- $computed := include "jobhandlers.grace.computed" (list $ $role) }}

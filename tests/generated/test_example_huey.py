@@ -1,16 +1,18 @@
 # generated — do not edit. Source: values-examples/huey.yaml (regenerate with `make gen-tests`).
-# Expected values were computed by generator/model.py when this file was generated;
-# `jobhandlers gen-tests --check` fails when they or the example change.
+# Expected values were computed by jobhandlers.model when this file was generated;
+# `jobhandlers gen-tests --check` fails when they or the values file change. Needs only the
+# jobhandlers package, pytest and helm (on PATH, or JOBHANDLERS_HELM=/path/to/helm).
 """Lifecycle invariants of values-examples/huey.yaml rendered for every kube version of the matrix."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from generator import helm
-from generator.invariants import (
+from jobhandlers import helm
+from jobhandlers.invariants import (
     HOOK_WEIGHT,
     annotations,
     command_line,
@@ -24,7 +26,8 @@ from generator.invariants import (
     secret_refs,
 )
 
-EXAMPLE = helm.REPO_ROOT / 'values-examples/huey.yaml'
+# the values file, relative to this test file
+EXAMPLE = (Path(__file__).resolve().parent / '../../values-examples/huey.yaml').resolve()
 KUBE_VERSIONS = ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']
 MIGRATION_ENABLED = True
 HOOK_MODE = True
@@ -87,10 +90,20 @@ PODS = {
 }
 
 
+@pytest.fixture(scope="module")
+def helm_binary() -> str:
+    """The helm these tests render with; a clear failure (never a skip) when there is none."""
+    try:
+        return str(helm.find_helm())
+    except helm.HelmNotFoundError as exc:
+        problem = str(exc)
+    pytest.fail(f"{problem}: these generated tests render {EXAMPLE.name} with the real helm", pytrace=False)
+
+
 @pytest.fixture(scope="module", params=KUBE_VERSIONS)
-def rendered(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
+def rendered(request: pytest.FixtureRequest, helm_binary: str) -> tuple[str, list[dict[str, Any]]]:
     """The example rendered by the real helm for one kube version."""
-    return request.param, helm.render([EXAMPLE], kube_version=request.param)
+    return request.param, helm.render([EXAMPLE], kube_version=request.param, helm_binary=helm_binary)
 
 
 def test_roles_rendered(rendered: tuple[str, list[dict[str, Any]]]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from packaging_support import HELM, REPO, USER_FILES, clean_env, run
+from packaging_support import HELM, REPO, USER_FILES, install, run
 
 
 @pytest.fixture(scope="session")
@@ -40,23 +40,12 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"wheel": wheels[0], "sdist": sdists[0]}
 
 
-def _install(kind: str, artifact: Path, venv: Path) -> Path:
-    base = getattr(sys, "_base_executable", None) or shutil.which("python3") or sys.executable
-    proc = run([base, "-m", "venv", "--without-pip", venv], cwd=venv)
-    assert proc.returncode == 0, proc.stderr
-    # pip from the test venv installs into the fresh one (--python): no ensurepip, same result.
-    proc = run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q",
-                "--disable-pip-version-check", "--no-input", artifact], cwd=venv, env=clean_env())
-    assert proc.returncode == 0, f"pip install {artifact.name} ({kind}) failed:\n{proc.stdout}\n{proc.stderr}"
-    return venv / "bin"
-
-
 @pytest.fixture(scope="session")
 def venvs(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two fresh venvs outside the repository, one with the wheel and one with the sdist
     installed (in parallel: most of the time is pip unpacking the dependencies)."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {k: pool.submit(_install, k, dist[k], tmp_path_factory.mktemp(f"venv-{k}")) for k in dist}
+        futures = {k: pool.submit(install, k, dist[k], tmp_path_factory.mktemp(f"venv-{k}")) for k in dist}
         return {k: f.result() for k, f in futures.items()}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def install(kind: str, artifact: Path, venv: Path, *extra: str) -> Path:
+    """A fresh venv at `venv` with `artifact` (and the `extra` requirements) installed; its bin/."""
+    base = getattr(sys, "_base_executable", None) or shutil.which("python3") or sys.executable
+    proc = run([base, "-m", "venv", "--without-pip", venv], cwd=venv)
+    assert proc.returncode == 0, proc.stderr
+    # pip from the test venv installs into the fresh one (--python): no ensurepip, same result.
+    proc = run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q",
+                "--disable-pip-version-check", "--no-input", artifact, *extra], cwd=venv, env=clean_env())
+    assert proc.returncode == 0, f"pip install {artifact.name} ({kind}) failed:\n{proc.stdout}\n{proc.stderr}"
+    return venv / "bin"

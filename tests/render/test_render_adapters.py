@@ -138,10 +138,19 @@ def test_marker_mode_needs_a_command() -> None:
     assert "drain.mode=marker wraps" in msg and "JH020" in msg
 
 
-def test_two_handlers_in_one_probe_fail() -> None:
-    msg = fail_message(overrides={"handlers": {"web": {"readinessProbe": {
-        "httpGet": {"path": "/", "port": 8080}, "tcpSocket": {"port": 8080}}}}})
-    assert "names 2 handlers (httpGet, tcpSocket)" in msg
+@pytest.mark.parametrize(("overrides", "path"), [
+    ({"handlers": {"web": {"readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "tcpSocket": {"port": 8080}}}}},
+     "/handlers/web/readinessProbe"),
+    ({"handlers": {"job": {"enabled": False, "startupProbe": {"exec": {"command": ["true"]}, "grpc": {"port": 1}}}}},
+     "/handlers/job/startupProbe"),
+    ({"liveness": {"tcpSocket": {"port": 8080}, "heartbeat": {}}}, "/liveness"),
+], ids=["role-readiness", "disabled-role-startup", "chart-wide-liveness"])
+def test_two_handlers_in_one_probe_fail(overrides: dict[str, Any], path: str) -> None:
+    """values.schema.json (oneProbeHandler): helm refuses a probe block naming two handlers,
+    whatever block it is, and so does `jobhandlers check` (tests/unit/test_schema.py)."""
+    msg = fail_message(overrides=overrides)
+    assert "values don't meet the specifications of the schema" in msg
+    assert f"at '{path}': 'not' failed" in msg, msg
 
 
 def no_shell_values() -> dict[str, Any]:

@@ -34,6 +34,16 @@ def test_too_short_by_one_fails_and_equal_or_longer_renders():
         assert web["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == explicit
 
 
+def test_disabled_role_with_a_short_grace_renders():
+    """A disabled role renders no pod, so its explicit grace is not checked (JH001 looks at
+    enabled roles only; the chart used to refuse it: tests/unit/fixtures/parity/)."""
+    over = {"handlers": {"job": {"enabled": False, "terminationGracePeriodSeconds": 30}}}
+    objs = helm.render(overrides=over)
+    assert [d["metadata"]["name"] for d in helm.by_kind(objs, "Deployment")] == ["demo-jobhandlers-web"]
+    over["handlers"]["job"]["enabled"] = True
+    assert f"computed drain grace {DEFAULTS_JOB}" in fail_message(overrides=over)
+
+
 def test_database_created_by_release_with_hooks_fails():
     msg = fail_message(overrides={"database": {"createdByRelease": True}})
     assert "deadlock" in msg and "migration.useHelmHooks=false" in msg

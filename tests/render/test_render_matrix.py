@@ -43,7 +43,8 @@ def values(example_values, example: Path) -> dict[str, Any]:
 
 
 def deployments(objs) -> dict[str, dict[str, Any]]:
-    return {role_of(d): d for d in kinds(objs, "Deployment")}
+    """role -> its workload: a Deployment, or a StatefulSet (handlers.<role>.kind)."""
+    return {role_of(d): d for d in kinds(objs, "Deployment") + kinds(objs, "StatefulSet")}
 
 
 def secret_names(spec: dict[str, Any]) -> set[str]:
@@ -126,11 +127,15 @@ def test_every_handler_pod_waits_for_migrations(objs, values, version):
         assert [c["name"] for c in inits] == model.init_container_order(values, role, version), role
         (init,) = [c for c in inits if c["name"] == "wait-for-migrations"]
         assert init["image"] == main_container(dep)["image"], "same image = same expected revision"
+        assert "DATABASE_URL" in env_map(init)
+        if values["commands"].get("schemaWait"):  # the app's own blocking wait, no sh loop
+            assert init["command"] == values["commands"]["schemaWait"]
+            assert env_map(init)["WAIT_TIMEOUT_SECONDS"] == str(w["timeoutSeconds"])
+            continue
         assert init["args"] == values["commands"]["schemaCheck"]
         assert init["command"][:2] == ["sh", "-c"]
         assert f"timeout={w['timeoutSeconds']};" in init["command"][2]
         assert "exit 1" in init["command"][2] and "TIMEOUT" in init["command"][2]
-        assert "DATABASE_URL" in env_map(init)
 
 
 def test_probes_by_version(objs, values, version):
@@ -250,16 +255,22 @@ def test_chart_owned_containers_have_requests(objs, values):
 
 
 def test_services_only_for_roles_with_a_port(objs, values):
-    services = {role_of(s): s for s in kinds(objs, "Service")}
+    services = {role_of(s): s for s in kinds(objs, "Service") if s["spec"].get("clusterIP") != "None"}
     deps = deployments(objs)
     assert sorted(services) == sorted(r for r in deps if values["handlers"][r].get("port") is not None)
+    # a StatefulSet role also has its governing headless Service, named in spec.serviceName
+    headless = {s["metadata"]["name"]: s for s in kinds(objs, "Service") if s["spec"].get("clusterIP") == "None"}
+    stateful = [d for d in deps.values() if d["kind"] == "StatefulSet"]
+    assert sorted(headless) == sorted(d["spec"]["serviceName"] for d in stateful)
+    for d in stateful:
+        assert headless[d["spec"]["serviceName"]]["spec"]["selector"] == d["spec"]["selector"]["matchLabels"]
     for role, svc in services.items():
         assert svc["spec"]["ports"][0]["port"] == values["handlers"][role]["port"]
         assert svc["spec"]["selector"] == deps[role]["spec"]["selector"]["matchLabels"]
 
 
 def test_security_contexts_restricted(objs, version):
-    for obj in kinds(objs, "Deployment") + kinds(objs, "Job"):
+    for obj in kinds(objs, "Deployment") + kinds(objs, "StatefulSet") + kinds(objs, "Job"):
         spec = pod_spec(obj)
         assert spec["automountServiceAccountToken"] is False
         assert spec["securityContext"]["runAsNonRoot"] is True
@@ -288,6 +299,6 @@ def test_standard_labels(objs):
         for k, v in labels.items():  # the API server rejects an object with an invalid label value
             assert len(v) <= 63 and LABEL_VALUE.fullmatch(v), (obj["kind"], obj["metadata"]["name"], k, v)
         assert obj["metadata"]["namespace"] == model.NAMESPACE
-    for dep in kinds(objs, "Deployment"):
+    for dep in kinds(objs, "Deployment") + kinds(objs, "StatefulSet"):
         selector = dep["spec"]["selector"]["matchLabels"]
         assert selector.items() <= dep["spec"]["template"]["metadata"]["labels"].items()

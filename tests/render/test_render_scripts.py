@@ -225,9 +225,9 @@ def wait_script(check: list[str], interval: int = 30) -> list[str]:
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_wait_for_migrations_exits_at_once_on_a_stop_signal(sig: int, code: int) -> None:
-    """Between tries (in the sleep of a 30 s interval) SIGTERM/SIGINT ends the wait at once."""
+    """Between tries (in the sleep of a 30 s interval) SIGTERM/SIGINT ends the wait at once (bound 10 s: far below the interval, loose enough for a loaded machine)."""
     seconds, rc, out = signal_while_waiting(wait_script(BEHIND), sig)
-    assert rc == code and seconds < 2, (seconds, rc, out)
+    assert rc == code and seconds < 10, (seconds, rc, out)
     assert "try 1 after 0s: 'sh -c" in out and "exited 3: schema behind" in out
     assert re.search(rf"wait-for-migrations: stopped by {signal.Signals(sig).name} after \d+s \(try 1\)", out), out
 
@@ -240,7 +240,7 @@ def test_wait_for_migrations_exits_at_once_while_the_check_hangs() -> None:
     os.kill(pid1, signal.SIGTERM)
     t0 = time.monotonic()
     out, _ = proc.communicate(timeout=15)
-    assert proc.returncode == 143 and time.monotonic() - t0 < 2, out
+    assert proc.returncode == 143 and time.monotonic() - t0 < 10, out
     assert "stopped by SIGTERM after" in out and "(try 1)" in out and not Path(f"/proc/{check}").exists()
 
 

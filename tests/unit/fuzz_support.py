@@ -476,3 +476,117 @@ random_bytes = st.one_of(
     st.text(max_size=200).map(lambda s: s.encode("utf-8", "surrogatepass")),
     st.text(max_size=200).map(lambda s: s.encode("utf-16")),
 )
+
+
+# ---- strategies: lifecycle mutations (check vs helm parity) -------------------------------
+# Typed values (dumped by PyYAML, so helm and check read the same types): the parity property
+# is about the lifecycle rules, not YAML scalar forms (test_fuzz_check covers those).
+PARITY_VERSIONS_OLD = ("1.16", "1.17", "1.18", "1.20", "1.25", "1.28")
+PARITY_VERSIONS_NEW = ("1.34", "1.37")
+_SECONDS = st.sampled_from([0, 1, 2, 5, 10, 15, 29, 30, 31, 45, 60, 120, 300, 301, 340, 3600, 86400])
+_HANDLERS = {"exec": {"command": ["true"]}, "httpGet": {"path": "/", "port": 8080}, "tcpSocket": {"port": 8080},
+             "grpc": {"port": 9090}, "heartbeat": {"maxAgeSeconds": 60}}
+_ANY = st.one_of(_SECONDS, st.none(), st.booleans(), st.sampled_from([1.0, 1.1, 1.5, 0.5, -1, "", "x", "1.29"]))
+
+
+def _probe_blocks() -> st.SearchStrategy[dict[str, Any]]:
+    handlers = st.lists(st.sampled_from(sorted(_HANDLERS)), max_size=2, unique=True).map(
+        lambda ks: {k: _HANDLERS[k] for k in ks})
+    extra = st.fixed_dictionaries({}, optional={"enabled": st.booleans(), "periodSeconds": st.sampled_from([1, 2, 10, 30]),
+                                                "failureThreshold": st.sampled_from([1, 3, 300]),
+                                                "timeoutSeconds": st.sampled_from([1, 2, 5, 30]),
+                                                "terminationGracePeriodSeconds": st.one_of(st.none(), _SECONDS)})
+    return st.builds(lambda h, e: {**h, **e}, handlers, extra)
+
+
+def _role_mutations(role: str) -> st.SearchStrategy[tuple[tuple[str, ...], Any]]:
+    r = ("handlers", role)
+    return st.one_of(
+        st.tuples(st.just(r + ("enabled",)), st.booleans()),
+        st.tuples(st.just(r + ("terminationGracePeriodSeconds",)), st.one_of(st.none(), _SECONDS)),
+        st.tuples(st.just(r + ("maxJobRuntimeSeconds",)), st.sampled_from([1, 30, 60, 300, 14400])),
+        st.tuples(st.just(r + ("command",)), st.sampled_from([None, ["handler"]])),
+        st.tuples(st.just(r + ("drain",)), st.fixed_dictionaries(
+            {"mode": st.sampled_from(["marker", "signal", "command", "none"])},
+            optional={"command": st.sampled_from([[], ["quiesce"]]), "stopSignal": st.sampled_from([None, "SIGQUIT"]),
+                      "waitForExit": st.booleans()})),
+        st.tuples(st.sampled_from([r + (k,) for k in ("readinessProbe", "livenessProbe", "startupProbe")]),
+                  _probe_blocks()),
+        st.tuples(st.just(r + ("sidecars",)), st.sampled_from([[], [{"name": "proxy", "image": "proxy:1"}]])),
+        st.tuples(st.just(r), st.none()),
+    )
+
+
+_GLOBAL_MUTATIONS: st.SearchStrategy[tuple[tuple[str, ...], Any]] = st.one_of(
+    st.tuples(st.sampled_from([("drain", "bufferSeconds"), ("drain", "preStopSeconds")]), _SECONDS),
+    st.tuples(st.just(("drain", "runtimeMultiplier")), st.sampled_from([1, 1.0, 1.1, 1.5, 2.5, 0.5])),
+    st.tuples(st.just(("drain", "mode")), st.sampled_from(["marker", "signal", "command", "none"])),
+    st.tuples(st.just(("drain", "command")), st.sampled_from([[], ["quiesce"]])),
+    st.tuples(st.just(("drain", "stopSignal")), st.sampled_from([None, "SIGQUIT", "TERM"])),
+    st.tuples(st.sampled_from([("drain", "stopSignalFeatureGate"), ("drain", "nativeSleep"), ("drain", "waitForExit"),
+                               ("startupProbe", "force"), ("startupProbe", "featureGateEnabled"),
+                               ("startupProbe", "enabled"), ("migration", "enabled"), ("migration", "useHelmHooks"),
+                               ("database", "createdByRelease"), ("database", "secretIsHook"),
+                               ("waitForMigrations", "enabled")]), st.booleans()),
+    st.tuples(st.just(("startupProbe", "minKubeVersion")), st.sampled_from(["1.18", "1.20", "1.30"])),
+    st.tuples(st.just(("migration", "onRollback")), st.sampled_from(["none", "downgrade"])),
+    st.tuples(st.just(("commands", "downgrade")), st.sampled_from([None, ["migrate", "down"]])),
+    st.tuples(st.just(("database", "existingSecret")), st.sampled_from(["", "db-secret"])),
+    st.tuples(st.sampled_from([("readiness",), ("liveness",), ("startupProbe",)]), _probe_blocks()),
+    st.tuples(st.just(("liveness", "terminationGracePeriodSeconds")), st.one_of(st.none(), _SECONDS)),
+    st.tuples(st.just(("sidecars",)), st.sampled_from([[], [{"name": "proxy", "image": "proxy:1"}],
+                                                        [{"name": "proxy", "image": "proxy:1", "migration": True}]])),
+    st.tuples(st.sampled_from([("waitForMigrations", "timeoutSeconds"), ("migration", "activeDeadlineSeconds")]),
+              _SECONDS),
+    st.tuples(st.just(("image", "tag")), st.sampled_from(["2", "latest", ""])),
+)
+
+
+def set_path(values: dict[str, Any], path: Sequence[Any], value: Any) -> None:
+    """values[path] = value, creating mappings on the way (a non-mapping on the way is replaced)."""
+    node = values
+    for part in path[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[path[-1]] = value
+
+
+@st.composite
+def lifecycle_mutations(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    """(example name, its values with one to four lifecycle settings changed): roles enabled or
+    removed, explicit graces, drain modes, probe blocks with 0-2 handlers, hooks, sidecars,
+    gates; now and then any existing key set to a value of another type."""
+    import copy
+
+    name = draw(st.sampled_from(BASE_NAMES))
+    values = copy.deepcopy(_plain(_rt().load(BASES[name][0])) or {})
+    roles = sorted(set((values.get("handlers") or {})) | {"web", "job"})
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["role", "role", "global", "global", "any"]))
+        if kind == "role":
+            path, value = draw(_role_mutations(draw(st.sampled_from(roles))))
+        elif kind == "global":
+            path, value = draw(_GLOBAL_MUTATIONS)
+        else:
+            paths = [p for p in _key_paths(values) if all(isinstance(k, str) for k in p)]
+            if not paths:
+                continue
+            path, value = draw(st.sampled_from(paths)), draw(_ANY)
+        set_path(values, path, copy.deepcopy(value))
+    return name, values
+
+
+def _plain(node: Any) -> Any:
+    """ruamel's round-trip nodes as plain dicts, lists and scalars."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return str(node)

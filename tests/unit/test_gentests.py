@@ -84,3 +84,37 @@ def test_generated_tests_pass_and_catch_a_model_disagreement(tmp_path: Path) -> 
     broken.write_text(gen.read_text().replace("'grace': 340", "'grace': 341"))
     proc = _pytest(broken, "-k", "grace")
     assert proc.returncode == 1 and "340 == 341" in proc.stdout
+
+
+def test_values_files_kube_versions_and_relative_paths(tmp_path: Path) -> None:
+    """`gen-tests VALUES… --out DIR --kube-version V`: one file per values file, the values
+    found relative to the test file, only the versions asked for."""
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "prod.yaml").write_text("handlers:\n  job:\n    maxJobRuntimeSeconds: 60\n")
+    proc = run_jh("gen-tests", "deploy/prod.yaml", "--out", "tests", "--kube-version", "1.20",
+                  "--kube-version", "v1.34.2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote tests/test_example_prod.py" in proc.stdout
+    text = (tmp_path / "tests" / "test_example_prod.py").read_text()
+    assert "EXAMPLE = (Path(__file__).resolve().parent / '../deploy/prod.yaml').resolve()" in text
+    assert "KUBE_VERSIONS = ['1.20', '1.34']" in text
+    assert "from generator" not in text and "from jobhandlers import helm" in text
+    ok = run_jh("gen-tests", "deploy/prod.yaml", "--out", "tests", "--kube-version", "1.20", "--kube-version", "1.34",
+                "--check", cwd=tmp_path)
+    assert ok.returncode == 0 and "gen-tests --check: tests/ is up to date" in ok.stdout, ok.stdout
+    stale = run_jh("gen-tests", "deploy/prod.yaml", "--out", "tests", "--check", cwd=tmp_path)
+    assert stale.returncode == 1 and "run `jobhandlers gen-tests`" in stale.stdout, stale.stdout
+
+
+def test_missing_or_colliding_values_files(tmp_path: Path) -> None:
+    proc = run_jh("gen-tests", "nope.yaml", "--out", "tests", cwd=tmp_path)
+    assert proc.returncode == 2 and "no such values file: nope.yaml" in proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = run_jh("gen-tests", "--examples", "empty", "--out", "tests", cwd=tmp_path)
+    assert proc.returncode == 2 and "no values files given and no *.yaml in empty" in proc.stderr
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "values.yaml").write_text("{}\n")
+    proc = run_jh("gen-tests", "a/values.yaml", "b/values.yaml", "--out", "tests", cwd=tmp_path)
+    assert proc.returncode == 1 and "test_example_values.py, like those of a/values.yaml" in proc.stderr
+    assert not (tmp_path / "tests").exists()

@@ -61,3 +61,40 @@ def test_schema_is_the_file_helm_uses() -> None:
 
 def test_dotted() -> None:
     assert dotted(["handlers", "web", "env", 0, "name"]) == "handlers.web.env[0].name"
+
+
+def test_one_handler_per_probe_block() -> None:
+    """values.schema.json oneProbeHandler, the one source helm and check share: any probe
+    block (a role's, a disabled role's, the chart-wide ones) names at most one handler."""
+    text = ("handlers:\n  web:\n    readinessProbe:\n      httpGet: {port: 8080}\n      exec: {command: [x]}\n"
+            "  job:\n    enabled: false\n    startupProbe:\n      grpc: {port: 1}\n      heartbeat: {}\n"
+            "      tcpSocket: {port: 2}\n"
+            "liveness:\n  tcpSocket: {port: 8080}\n  heartbeat: {}\n")
+    findings = validate(parse_values(text, "v.yaml"))
+    assert [(f.line, f.col, f.path) for f in findings] == [
+        (3, 5, "handlers.web.readinessProbe"), (8, 5, "handlers.job.startupProbe"), (12, 1, "liveness")]
+    by_path = {f.path: f for f in findings}
+    assert by_path["handlers.web.readinessProbe"].message == "httpGet and exec together: a probe has exactly one handler"
+    assert by_path["handlers.web.readinessProbe"].fix == "keep one of httpGet, exec"
+    assert by_path["handlers.job.startupProbe"].message.startswith("grpc, heartbeat and tcpSocket together")
+    # one handler (or none: borrowed, or the heartbeat) is fine
+    assert _errors("handlers:\n  web:\n    readinessProbe:\n      httpGet: {port: 8080}\n    livenessProbe: {}\n"
+                   "liveness:\n  heartbeat: {}\n") == []
+
+
+def test_null_deleting_a_block_or_key_the_chart_needs() -> None:
+    """helm's coalescing deletes a default set to null; values.schema.json requires the blocks
+    and formula keys the templates read (image, drain, drain.bufferSeconds …), so helm and
+    check refuse the null at its line instead of the chart crashing or rendering a grace
+    without its buffer."""
+    text = "image: null\ndrain:\n  bufferSeconds: null\n  preStopSeconds: ~\nstartupProbe:\n  minKubeVersion: null\n"
+    findings = validate(parse_values(text, "v.yaml"))
+    assert [(f.line, f.col, f.path) for f in findings] == [
+        (1, 1, "image"), (3, 3, "drain.bufferSeconds"), (4, 3, "drain.preStopSeconds"),
+        (6, 3, "startupProbe.minKubeVersion")]
+    assert findings[1].message == ("`bufferSeconds: null` deletes the chart's default drain.bufferSeconds, "
+                                   "which the chart needs")
+    assert findings[1].fix == "remove the `bufferSeconds: null` line (set only the keys you want to change)"
+    # nulls the chart documents stay allowed: a default role removed, an optional key unset
+    assert _errors("handlers:\n  web: null\nliveness:\n  terminationGracePeriodSeconds: null\n"
+                   "nodeLossTolerationSeconds: null\ncommands:\n  drain: null\n") == []

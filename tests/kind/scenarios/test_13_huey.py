@@ -129,3 +129,35 @@ def test_13c_huey_rollout_sigterm_alone_loses_tasks(scenario: Scenario) -> None:
         assert report["interrupted_runs"] > 0 and report["lost"] > 0, report
         assert report["lost"] == report["interrupted_runs"], f"huey re-ran an interrupted task: {report}"
         assert all(sigs == ["SIGTERM"] for sigs in report["signals"].values()), report["signals"]
+
+
+def test_13d_huey_rollout_kubelet_stop_signal(scenario: Scenario) -> None:
+    """drain.stopSignal live (ContainerStopSignals, KEP-4960, on in kube-apiserver and the
+    kubelet of the kind cluster): lifecycle.stopSignal SIGINT, no preStop kill. The API server
+    keeps the field; whether SIGINT reaches the app is the container runtime's part (the CRI
+    StopSignal): containerd 1.x (Debian bookworm's 1.6, our node image) ignores it silently,
+    so huey gets SIGTERM and loses the tasks it runs, which is why the chart's own signal
+    adapter (13b) stays the default. A runtime that honours it must deliver SIGINT only."""
+    sc, p = scenario, scenario.progress
+    report = rollout_with_tasks(sc, hy.STOP_SIGNAL_DRAIN, 8)
+    dep = sc.deployments()["job"]
+    container = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "job")
+    lifecycle = container.get("lifecycle") or {}
+    runtime = sc.kube.to_dict(sc.kube.core.list_node()).get("items", [{}])[0]["status"]["nodeInfo"]["containerRuntimeVersion"]
+    ignores = runtime.startswith("containerd://1.")
+    p.fact("lifecycle", lifecycle)
+    p.fact("container_runtime", runtime)
+    p.fact("jobs_lost", report["lost"])
+    with p.phase(f"stopSignal SIGINT stored by the API server; runtime {runtime} "
+                 f"{'ignores it (SIGTERM arrives)' if ignores else 'delivers it'}"):
+        assert lifecycle.get("stopSignal") == "SIGINT", f"the API server dropped stopSignal (gate off?): {lifecycle}"
+        assert dep["spec"]["template"]["spec"].get("os") == {"name": "linux"}
+        assert "kill" not in str(lifecycle.get("preStop")), lifecycle
+        for name, (code, seconds) in report["exits"].items():
+            assert seconds < report["grace"], f"{name} needed {seconds:.0f}s, grace {report['grace']}s"
+        if ignores:
+            assert all(sigs == ["SIGTERM"] for sigs in report["signals"].values()), report["signals"]
+            assert report["lost"] > 0, report
+        else:
+            assert all(sigs == ["SIGINT"] for sigs in report["signals"].values()), report["signals"]
+            assert report["lost"] == 0 and report["unfinished_runs"] == 0, report

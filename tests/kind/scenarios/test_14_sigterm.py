@@ -61,7 +61,10 @@ def held_pods(sc: Scenario, n: int = REPLICAS) -> list[dict]:
 def install_held(sc: Scenario) -> list[dict]:
     p = sc.progress
     with p.phase(f"install {REPLICAS} job handlers against a database nothing migrates (no --wait)"):
-        sc.install(HELD, wait=False).check("helm install")
+        # a label of this namespace's pods only: every scenario's release is named alike, so
+        # the drain's --pod-selector must not match another scenario's handlers
+        held = {**HELD, "podLabels": {"jobhandlers-scenario": sc.namespace}}
+        sc.install(held, wait=False).check("helm install")
         pods = held_pods(sc)
     grace = sc.grace("job")
     p.fact("grace_seconds", grace)
@@ -106,7 +109,7 @@ def test_14b_kubectl_drain_of_their_node(scenario: Scenario) -> None:
     pods = install_held(sc)
     node = pods[0]["spec"]["nodeName"]
     on_node = [pod["metadata"]["uid"] for pod in pods if pod["spec"]["nodeName"] == node]
-    selector = f"app.kubernetes.io/instance={sc.release},app.kubernetes.io/component=job"
+    selector = f"jobhandlers-scenario={sc.namespace},app.kubernetes.io/component=job"
     try:
         with p.phase(f"kubectl drain {node} --pod-selector {selector} ({len(on_node)} waiting pods)"):
             res = nodes.drain(sc.kube, node, selector, 120)

@@ -94,6 +94,15 @@ else
     # only when the gate is on in kube-apiserver and the kubelet; kind sets it on both
     echo "featureGates:"
     echo "  ContainerStopSignals: true"
+    # Kubernetes 1.35+: the kubelet refuses to start on a cgroup v1 host unless failCgroupV1
+    # is false (KEP-5573; the field exists from 1.31). This machine's docker runs cgroup v1.
+    minor=${KIND_K8S:-1.37}; minor=${minor#*.}
+    if [[ $(stat -fc %T /sys/fs/cgroup) != cgroup2fs ]] && ((minor >= 31)); then
+      echo "kubeadmConfigPatches:"
+      echo "- |"
+      echo "  kind: KubeletConfiguration"
+      echo "  failCgroupV1: false"
+    fi
     echo "nodes:"
     for ((i = 0; i <= workers; i++)); do
       if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi

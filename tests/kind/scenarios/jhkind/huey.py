@@ -18,6 +18,9 @@ HAS_WORKERS = ["sh", "-c", 'test -n "$(cat /proc/1/task/1/children)"']
 FRESH_LOCK = "CREATE TABLE jhtasks_taskrun (id int)"
 SIGNAL_DRAIN = {"mode": "signal", "signal": "INT", "waitForExit": True}
 NAIVE_DRAIN = {"mode": "none"}
+# the kubelet itself sends SIGINT (lifecycle.stopSignal, ContainerStopSignals on in kind-up):
+# no preStop kill, no signal adapter
+STOP_SIGNAL_DRAIN = {"mode": "none", "stopSignal": "INT", "stopSignalFeatureGate": True}
 
 
 def values(drain: dict[str, Any], replicas: int = 2, max_job_s: int = 30) -> dict[str, Any]:

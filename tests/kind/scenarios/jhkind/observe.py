@@ -93,8 +93,8 @@ class Timeline:
 
 
 def is_handler_pod(pod: dict) -> bool:
-    """A handler workload's pod (owned by a Deployment's ReplicaSet or by a StatefulSet,
-    handlers.<role>.kind), not a Job's or a test client's."""
+    """A handler pod: a Deployment's (owned by a ReplicaSet) or a StatefulSet's, not a Job's
+    or a test client's."""
     owners = (pod.get("metadata") or {}).get("ownerReferences") or []
     return any(o.get("kind") in ("ReplicaSet", "StatefulSet") for o in owners)
 

@@ -1,0 +1,120 @@
+"""Property (issue 22): `jobhandlers check` refuses a values file exactly when the chart does.
+
+The values examples (and chart/values.yaml) with one to four lifecycle settings changed
+(fuzz_support.lifecycle_mutations), each on an old (< 1.29) and a new kube version: check's
+errors from the rules the chart also enforces at render time, from the schema or from the
+input, are non-empty exactly when the real `helm template` fails. So a clean check means
+helm renders, and what the chart refuses, check refuses. When helm renders, its roles,
+graces and drain deadlines are the model's. Policy-only errors (JH002, JH003,
+JH009 …: the chart renders those values, check refuses them) and warnings are aside.
+
+Seeded and bounded in `make test` (the "ci" profile), wider in `make fuzz`. Counter-examples
+the property shrank to are kept in fixtures/parity/ and replayed below."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from fuzz_support import (PARITY_VERSIONS_NEW, PARITY_VERSIONS_OLD, assert_no_crash, lifecycle_mutations,
+                          run_inprocess, scaled)
+from generator import helm, model
+from generator.invariants import deployments_by_role, env_value, pod_spec, role_container
+from generator.values import load_values, merged
+
+PARITY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parity"
+# Rules the chart enforces itself (a `fail` in chart/templates/): README "Policy rules".
+CHART_RULES = frozenset({"JH001", "JH004", "JH005", "JH007", "JH015", "JH016", "JH019", "JH020", "JH022"})
+
+# fixture -> kube version -> helm renders it (and so check passes it); what each one was.
+EXPECTED: dict[str, dict[str, bool]] = {
+    # check passed, the chart refused: a disabled role's explicit grace below the computed
+    # one. The chart was wrong (a disabled role renders no pod); now both pass it.
+    "disabled-role-short-grace.yaml": {"1.20": True, "1.34": True},
+    # check passed (a JH013 warning), the chart refused: two handlers in one probe block;
+    # now values.schema.json refuses it for both.
+    "two-handlers-role-readiness.yaml": {"1.20": False, "1.34": False},
+    "two-handlers-chart-liveness.yaml": {"1.20": False, "1.34": False},
+    # check passed (JH009 aside), the chart crashed: a null deleted a block or a formula key
+    # the chart reads; values.schema.json now requires them.
+    "null-image-block.yaml": {"1.20": False, "1.34": False},
+    "null-drain-buffer.yaml": {"1.20": False, "1.34": False},
+    # check passed, the chart refused: a grpc startupProbe where no startupProbe is rendered.
+    "grpc-startup-probe-not-rendered.yaml": {"1.16": True, "1.20": False, "1.34": True},
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm() -> None:
+    """The property needs the real helm: a failure, never a skip, without it."""
+    try:
+        helm.find_helm()
+    except helm.HelmNotFoundError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def outcome(path: Path, version: str) -> tuple[list[str], str]:
+    """(check's refusing errors as rule ids, helm's error message or "" when it renders)."""
+    run = run_inprocess("check", str(path), "--format", "json", "--kube-version", version)
+    assert_no_crash(run, timed=False)
+    doc = json.loads(run.out)
+    refusing = sorted({f["rule"] for f in doc["findings"] if f["severity"] == "error"
+                       and (f["rule"] in CHART_RULES or f["rule"].startswith(("JHS", "JHY")))})
+    if run.rc == 0:
+        assert not refusing, run.out
+    try:
+        text = helm.render_text([path], kube_version=version)
+    except helm.HelmRenderError as exc:
+        return refusing, exc.message or "helm failed"
+    assert_model_numbers(path, helm.parse_manifests(text))
+    return refusing, ""
+
+
+def assert_model_numbers(path: Path, objects: list[dict[str, Any]]) -> None:
+    """What helm rendered has the model's roles, graces and drain deadlines (the numbers
+    check and `jobhandlers grace` report)."""
+    values = merged(load_values(path).data)
+    rendered = deployments_by_role(objects)
+    assert sorted(rendered) == model.enabled_roles(values), path.read_text()
+    for role, deployment in rendered.items():
+        grace = model.role_grace(values, role)
+        got = (pod_spec(deployment)["terminationGracePeriodSeconds"],
+               env_value(role_container(deployment), "DRAIN_DEADLINE_SECONDS"))
+        assert got == (grace.effective, str(grace.drain_deadline)), (role, path.read_text())
+
+
+def assert_parity(path: Path, version: str) -> bool:
+    """check refuses exactly when helm does; returns whether helm renders."""
+    refusing, helm_error = outcome(path, version)
+    assert bool(refusing) == bool(helm_error), (
+        f"kube {version}: check {'refuses (' + ', '.join(refusing) + ')' if refusing else 'passes'}, "
+        f"helm {'refuses: ' + helm_error[:600] if helm_error else 'renders'}\n--- values:\n{path.read_text()}")
+    return not helm_error
+
+
+@settings(max_examples=scaled(25), deadline=None)
+@given(lifecycle_mutations(), st.sampled_from(PARITY_VERSIONS_OLD), st.sampled_from(PARITY_VERSIONS_NEW))
+def test_check_refuses_exactly_what_the_chart_refuses(case: tuple[str, dict[str, Any]], old: str, new: str) -> None:
+    _, values = case
+    with tempfile.TemporaryDirectory(prefix="jh-parity-") as tmp:
+        path = Path(tmp) / "values.yaml"
+        path.write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
+        for version in (old, new):
+            event("helm renders" if assert_parity(path, version) else "both refuse")  # --hypothesis-show-statistics
+
+
+def test_every_fixture_is_listed() -> None:
+    assert sorted(p.name for p in PARITY_FIXTURES.glob("*.yaml")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_parity_fixture(name: str) -> None:
+    for version, renders in EXPECTED[name].items():
+        assert assert_parity(PARITY_FIXTURES / name, version) is renders, (name, version)
