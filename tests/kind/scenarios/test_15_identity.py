@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from jhkind.cluster import parse_time
+from jhkind.identity import lifetimes, overlaps
 from jhkind.observe import terminated_state
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
@@ -24,38 +24,6 @@ CONCURRENCY = 6  # 2 x 6 = 12 slots for 24 jobs of 10-25 s
 
 def _env(**kv: str) -> list[dict]:
     return [{"name": k, "value": v} for k, v in kv.items()]
-
-
-def _lifetimes(sc: Scenario, role: str) -> list[tuple[str, str, float, float | None]]:
-    """(pod name, uid, container start, container exit or None) of every pod of the role seen."""
-    out = []
-    for uid, pod in sc.timeline.last_pods().items():
-        if (pod["metadata"].get("labels") or {}).get("app.kubernetes.io/component") != role:
-            continue
-        st = next((c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == role), None)
-        if st is None:
-            continue
-        state = st.get("state") or {}
-        term = terminated_state(pod, role)
-        started = (term or state.get("running") or {}).get("startedAt")
-        if started is None:
-            continue
-        out.append((pod["metadata"]["name"], uid, parse_time(started), parse_time(term["finishedAt"]) if term else None))
-    return out
-
-
-def _overlaps(lifetimes: list[tuple[str, str, float, float | None]], key) -> list[float]:
-    """For each pair of consecutive processes holding one identity (key(name)): the seconds the
-    second started before the first exited (> 0: two live processes held it at once)."""
-    by_id: dict[str, list[tuple[float, float | None]]] = {}
-    for name, _uid, start, end in lifetimes:
-        by_id.setdefault(key(name), []).append((start, end))
-    out = []
-    for spans in by_id.values():
-        spans.sort()
-        for (s0, e0), (s1, _e1) in zip(spans, spans[1:]):
-            out.append(round((e0 if e0 is not None else float("inf")) - s1, 2))
-    return out
 
 
 def _rollout_with_jobs(sc: Scenario, kind: str) -> dict:
@@ -85,7 +53,7 @@ def _rollout_with_jobs(sc: Scenario, kind: str) -> dict:
         wait_until(lambda: sc.db.report(ids)["done"] == JOBS, 240, f"all {JOBS} jobs to be done", interval=2,
                    describe=lambda: str(sc.db.report(ids)))
     report = sc.db.report(ids)
-    life = _lifetimes(sc, "job")
+    life = lifetimes(sc.timeline, "job")
     exits = [terminated_state(pod, "job") for uid, pod in sc.timeline.last_pods().items() if uid in old]
     return {"report": report, "lifetimes": life, "names": names, "grace": grace,
             "old_exit_codes": [t["exitCode"] if t else None for t in exits]}
@@ -98,11 +66,11 @@ def test_15a_statefulset_rollout_one_process_per_identity(scenario: Scenario) ->
     p.fact("jobs_lost", report["lost"])
     p.fact("duplicate_completions", report["duplicate_completions"])
     assert report["lost"] == 0 and report["duplicate_completions"] == 0, report
-    overlaps = _overlaps(r["lifetimes"], key=lambda name: name)
-    p.fact("identity_overlaps_s", overlaps)
-    p.fact("max_identity_overlap_s", max(overlaps))
-    assert len(overlaps) == REPLICAS, f"expected one replacement per identity: {r['lifetimes']}"
-    assert max(overlaps) <= 0, f"two processes held one identity at once: {overlaps}"
+    spans = overlaps(r["lifetimes"], key=lambda name: name)
+    p.fact("identity_overlaps_s", spans)
+    p.fact("max_identity_overlap_s", max(spans))
+    assert len(spans) == REPLICAS, f"expected one replacement per identity: {r['lifetimes']}"
+    assert max(spans) <= 0, f"two processes held one identity at once: {spans}"
     assert r["old_exit_codes"] == [0] * REPLICAS, r["old_exit_codes"]
     now = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))
     assert now == r["names"], f"identities changed: {r['names']} -> {now}"

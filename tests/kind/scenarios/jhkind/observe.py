@@ -109,6 +109,8 @@ def pod_role(pod: dict) -> str:
     for o in owners:
         if o.get("kind") == "ReplicaSet":  # <fullname>-<role>-<rs-hash>
             return o["name"].rsplit("-", 1)[0].rsplit("-", 1)[-1]
+        if o.get("kind") == "StatefulSet":  # <fullname>-<role>
+            return o["name"].rsplit("-", 1)[-1]
     return "?"
 
 

@@ -1,0 +1,282 @@
+"""Real Galaxy 26.1.2 (unmodified, image jobhandlers/galaxy:26.1) from values-examples/galaxy.yaml:
+16a a fresh install (hook Job creates the schema, web + workflow scheduler + 2 job handlers
+Ready, 0 restarts); 16b gating off on a schema one revision behind (Galaxy's own
+OutdatedDatabaseError, restarts); 16c a rollout of the job StatefulSet with jobs in flight
+(one process per identity, every job final); 16d liveness on Galaxy's heartbeat log (a
+SIGSTOPped handler is restarted in place).
+
+16a, 16c and 16d share one install (one Galaxy costs minutes of a 2-core machine); each
+checks what it needs first, so any of them also runs alone."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Iterator
+
+import pytest
+
+from jhkind import galaxy as gx
+from jhkind import liveness as live
+from jhkind.cluster import RESTRICTED_LABELS, Kube, condition, event_time, job_state, parse_time, restart_count
+from jhkind.diagnostics import dump_namespace
+from jhkind.helm import Helm, HelmResult
+from jhkind.identity import lifetimes, overlaps
+from jhkind.observe import deletion_started, is_handler_pod, terminated_state
+from jhkind.postgres import Postgres
+from jhkind.progress import Progress
+from jhkind.scenario import Scenario, job_completed_at
+from jhkind.waits import WaitTimeout, wait_until
+
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
+
+ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}
+# sleep-tool jobs of 16c: SHORT ones end ok unless their handler is stopped under them; LONG
+# ones outlive the whole rollout, so each is killed by its handler's SIGTERM and recovered
+SHORT, LONG = 45, 900
+GALAXY_ERRORS = ("OutdatedDatabaseError", "NoSuchTableError", "NoVersionTableError", "RevisionNotFoundError")
+
+
+class Shared:
+    """The shared install: its scenario and how helm install went."""
+
+    def __init__(self, sc: Scenario, install: HelmResult):
+        self.sc = sc
+        self.install = install
+
+
+@pytest.fixture(scope="module")
+def galaxy(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    """One namespace + database + Galaxy install (helm install --wait) for 16a, 16c, 16d."""
+    namespace = f"jh-galaxy-{secrets.token_hex(2)}"
+    progress = Progress("16-galaxy")
+    kube.create_namespace(namespace, dict(RESTRICTED_LABELS))
+    sc = Scenario(kube, helm, postgres, namespace, tmp_path_factory.mktemp("galaxy"), progress).open()
+    shared: Shared | None = None
+    try:
+        with progress.phase("helm install --wait of values-examples/galaxy.yaml"):
+            res = gx.install(sc, timeout_s=900)
+        shared = Shared(sc, res)
+        yield shared
+    finally:
+        # a failed test dumped the namespace already; a failed install is dumped here
+        failed = shared is None or shared.install.rc != 0
+        with progress.phase("cleanup"):
+            sc.close(failed, delete_namespace=True)
+
+
+@pytest.fixture
+def shared(request, galaxy: Shared, scenario_summary: dict) -> Iterator[Scenario]:
+    """The shared scenario with this test's own progress (phases and facts in the summary)."""
+    sc = galaxy.sc
+    galaxy.install.check("helm install of values-examples/galaxy.yaml")
+    sc.progress = Progress(request.node.name.removeprefix("test_")[:24])
+    started = time.monotonic()
+    try:
+        yield sc
+    finally:
+        rep = getattr(request.node, "rep_call", None)
+        failed = rep is None or rep.failed
+        if failed:
+            dump_namespace(sc.kube, sc.namespace, sc.helm.status(sc.release, sc.namespace))
+        scenario_summary[request.node.name] = {
+            "passed": not failed, "seconds": round(time.monotonic() - started, 1),
+            "phases": sc.progress.phases, "facts": sc.progress.facts,
+        }
+
+
+def _ready_at(pod: dict) -> float | None:
+    cond = condition(pod, "Ready")
+    return parse_time(cond.get("lastTransitionTime")) if cond and cond.get("status") == "True" else None
+
+
+def _started_at(pod: dict, container: str) -> float | None:
+    for st in (pod.get("status") or {}).get("containerStatuses") or []:
+        if st["name"] == container:
+            return parse_time(((st.get("state") or {}).get("running") or {}).get("startedAt"))
+    return None
+
+
+def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
+    sc, p = shared, shared.progress
+    p.fact("helm_install_wait_seconds", round(galaxy.install.seconds, 1))
+    with p.phase("the hook Job created the schema before any handler pod existed"):
+        [job] = sc.migration_jobs()
+        assert "pre-install" in (job["metadata"].get("annotations") or {}).get("helm.sh/hook", "")
+        assert job_state(job) == "complete", job.get("status")
+        started, completed = parse_time(job["status"]["startTime"]), job_completed_at(job)
+        assert started is not None and completed is not None
+        p.fact("migration_job_seconds", round(completed - started, 1))
+        pods = [pod for pod in sc.timeline.last_pods().values() if is_handler_pod(pod)]
+        assert pods, "no handler pod seen"
+        first = min(parse_time(pod["metadata"]["creationTimestamp"]) for pod in pods)
+        assert first >= completed, f"a handler pod was created {completed - first:.0f}s before the migration ended"
+    with p.phase("web, workflow scheduler and 2 job handlers Ready, 0 restarts"):
+        sc.wait_handlers_ready(600)
+        kinds = {role: w["kind"] for role, w in sc.deployments().items()}
+        assert kinds == ROLES, kinds
+        names = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))
+        assert names == [f"{sc.deployments()['job']['metadata']['name']}-{i}" for i in range(2)], names
+        pods = sc.handler_pods()
+        ready = {pod["metadata"]["name"]: _ready_at(pod) for pod in pods}
+        assert all(ready.values()), ready
+        p.fact("all_ready_after_migration_s", round(max(ready.values()) - completed, 1))
+        p.fact("start_to_ready_s", {pod["metadata"]["name"]: round(ready[pod["metadata"]["name"]]
+                                                                   - _started_at(pod, pod_role_of(pod)), 1)
+                                    for pod in pods})
+        restarts = sc.handler_restarts()
+        p.fact("restarts_total", sum(restarts.values()))
+        assert sum(restarts.values()) == 0, restarts
+    with p.phase("the web answers through its Service"):
+        c = gx.client(sc)
+        wait_until(lambda: any(r.ok for r in c.requests()), 120, "a successful GET /api/version from the client")
+
+
+def pod_role_of(pod: dict) -> str:
+    return pod["metadata"]["labels"]["app.kubernetes.io/component"]
+
+
+def test_16b_galaxy_gating_off_outdated_schema(scenario: Scenario) -> None:
+    """No migration Job, no wait-for-migrations, on the schema an older Galaxy left (one gxy
+    revision behind): every Galaxy process refuses it and exits; Kubernetes restarts them."""
+    sc, p = scenario, scenario.progress
+    with p.phase("seed: migrate to head, galaxy-manage-db downgrade gxy@-1"):
+        log = gx.seed_behind(sc)
+        assert "schema-check exit 3" in log and "behind head" in log, log[-2000:]
+    with p.phase("install with gating off (migration and waitForMigrations disabled)"):
+        t0 = time.time()
+        gx.install(sc, {"migration": {"enabled": False}, "waitForMigrations": {"enabled": False}},
+                   wait=False).check("helm install (gating off)")
+        assert not sc.migration_jobs()
+        for w in sc.deployments().values():
+            assert not w["spec"]["template"]["spec"].get("initContainers"), w["metadata"]["name"]
+    with p.phase("every Galaxy process exits on the outdated schema and is restarted"):
+        def all_restarted() -> bool:
+            pods = sc.handler_pods()
+            return len(pods) == 4 and all(restart_count(pod) >= 1 for pod in pods)
+        wait_until(all_restarted, 600, "web, workflow and both job handlers to be restarted", interval=2,
+                   describe=sc.describe_pods)
+        p.fact("all_restarted_after_install_s", round(time.time() - t0, 1))
+        errors: dict[str, list[str]] = {}
+        codes: dict[str, int] = {}
+        for pod in sc.handler_pods():
+            name, role = pod["metadata"]["name"], pod_role_of(pod)
+            st = next(s for s in pod["status"]["containerStatuses"] if s["name"] == role)
+            codes[name] = st["lastState"]["terminated"]["exitCode"]
+            previous = sc.kube.logs(sc.namespace, name, role, previous=True)
+            errors[name] = [e for e in GALAXY_ERRORS if e in previous]
+            if role == "job":
+                assert errors[name], f"no Galaxy schema error in {name}'s previous log:\n{previous[-3000:]}"
+        p.fact("previous_exit_codes", codes)
+        p.fact("galaxy_errors_in_previous_logs", errors)
+        assert all(code != 0 for code in codes.values()), codes
+        restarts = sc.handler_restarts()
+        p.fact("restarts_per_pod", restarts)
+        p.fact("restarts_total", sum(restarts.values()))
+        assert sum(restarts.values()) >= 4, restarts
+
+
+def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
+    """Rollout restart of the job StatefulSet while sleep jobs run: the StatefulSet replaces one
+    pod at a time, the old process exits before its successor (same name) starts; the local
+    runner kills the jobs of a stopped handler, and its successor, having the same server name,
+    recovers them as `error` (KILLED_INFO). No job is left running or queued."""
+    sc, p = shared, shared.progress
+    with p.phase("every handler Ready"):
+        sc.wait_handlers_ready(600)
+    before = {j["id"] for j in gx.jobs(sc)}
+    durations = [SHORT, SHORT, LONG, LONG]
+
+    def mine() -> list[dict]:
+        return [j for j in gx.jobs(sc) if j["id"] not in before]
+    with p.phase(f"submit sleep jobs {durations} through Galaxy's API; all running"):
+        gx.submit_sleep_jobs(sc, durations)
+        wait_until(lambda: len(mine()) == len(durations) and all(j["state"] == "running" for j in mine()), 300,
+                   f"{len(durations)} jobs running", interval=2, describe=lambda: str(mine()))
+    at_rollout = mine()
+    p.fact("handlers_of_running_jobs", sorted(j["handler"] for j in at_rollout))
+    old = {pod["metadata"]["uid"] for pod in sc.handler_pods("job")}
+    grace = sc.grace("job")
+    with p.phase("rollout restart of the job StatefulSet"):
+        t0 = sc.restart_role("job")
+        sc.wait_rollout("job", old, timeout=2 * (grace + 300))
+        p.fact("rollout_seconds", round(time.time() - t0, 1))
+    with p.phase("every job final: ok, or error recovered by the handler of the same name"):
+        wait_until(lambda: not [j for j in mine() if j["state"] in gx.UNFINISHED], 300,
+                   "every job to reach a final state", interval=3, describe=lambda: str(mine()))
+        final = mine()
+        p.fact("final_states", {j["id"]: (j["state"], j["handler"]) for j in final})
+        counts = {s: sum(1 for j in final if j["state"] == s) for s in {j["state"] for j in final}}
+        p.fact("final_state_counts", counts)
+        names = {pod["metadata"]["name"] for pod in sc.handler_pods("job")}
+        for j in final:
+            assert j["state"] in ("ok", "error"), j
+            assert j["handler"] in names, f"job {j['id']} handled by {j['handler']!r}, not a stable identity {names}"
+            if j["state"] == "error":
+                assert gx.KILLED_INFO in j["info"], j
+        # the LONG jobs outlive the whole rollout: their handler was stopped under them
+        assert counts.get("error", 0) >= 2, counts
+    with p.phase("one process per identity: overlap <= 0"):
+        spans = overlaps(lifetimes(sc.timeline, "job"), key=lambda name: name)
+        p.fact("identity_overlaps_s", spans)
+        p.fact("max_identity_overlap_s", max(spans))
+        assert len(spans) == 2, f"expected one replacement per identity: {lifetimes(sc.timeline, 'job')}"
+        assert max(spans) <= 0, f"two processes held one identity at once: {spans}"
+        last = sc.timeline.last_pods()
+        exits = {uid: terminated_state(last[uid], "job") for uid in old}
+        p.fact("old_exit_codes", [t["exitCode"] if t else None for t in exits.values()])
+        took = {last[uid]["metadata"]["name"]: round(parse_time(t["finishedAt"]) - deletion_started(sc.timeline, uid), 1)
+                for uid, t in exits.items() if t and deletion_started(sc.timeline, uid) is not None}
+        p.fact("old_sigterm_to_exit_s", took)
+        assert all(t is not None for t in exits.values()), "an old job handler's end was not seen"
+        assert len(took) == 2 and max(took.values()) < grace, f"grace {grace}s: {took}"
+        restarts = {n: r for n, r in sc.handler_restarts().items() if "-job-" in n}
+        assert sum(restarts.values()) == 0, restarts
+
+
+def test_16d_galaxy_liveness_sigstop(shared: Scenario) -> None:
+    """SIGSTOP one job handler from its node: its heartbeat log goes stale, the liveness probe
+    (maxAge 150 s, 3 x 20 s) restarts the container in place with the probe-level grace."""
+    sc, p = shared, shared.progress
+    with p.phase("every handler Ready"):
+        sc.wait_handlers_ready(600)
+    target = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0]
+    before = {pod["metadata"]["name"]: restart_count(pod) for pod in sc.handler_pods("job")}
+    probe = sc.values["handlers"]["job"]["livenessProbe"]
+    max_age, period, threshold = probe["heartbeat"]["maxAgeSeconds"], probe["periodSeconds"], probe["failureThreshold"]
+    probe_grace = int(sc.deployments()["job"]["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]
+                      ["terminationGracePeriodSeconds"])
+    window = max_age + period * threshold
+    with p.phase(f"SIGSTOP {target}: restarted by liveness (window {window}s + grace {probe_grace}s)"):
+        uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
+        t0 = time.time()
+        live.freeze(sc, target, "job")
+
+        def restarted() -> bool:
+            pod = sc.kube.pod(sc.namespace, target)
+            if pod is not None and pod["metadata"]["uid"] != uid:
+                raise WaitTimeout(f"{target} was replaced by a new pod, not restarted in place (evicted? its "
+                                  f"node drained by another scenario?): {sc.describe_pods()}")
+            return pod is not None and restart_count(pod) > before[target]
+        wait_until(restarted, window + probe_grace + 120, f"{target} to be restarted in place", interval=2,
+                   describe=sc.describe_pods)
+        p.fact("sigstop_to_restart_s", round(time.time() - t0, 1))
+        pod = sc.kube.pod(sc.namespace, target)
+        last = next(s for s in pod["status"]["containerStatuses"] if s["name"] == "job")["lastState"]["terminated"]
+        kills = [e for e in sc.kube.events(sc.namespace)
+                 if e.get("reason") == "Killing" and (e.get("involvedObject") or {}).get("name") == target
+                 and "liveness" in (e.get("message") or "")]
+        assert kills, f"no liveness Killing event for {target}"
+        kill_at = max(event_time(e) for e in kills)
+        p.fact("sigstop_to_liveness_kill_s", round(kill_at - t0, 1))
+        p.fact("liveness_kill_to_exit_s", round(parse_time(last["finishedAt"]) - kill_at, 1))
+        p.fact("liveness_exit_code", last.get("exitCode"))
+        assert kill_at - t0 >= max_age - 25, "killed before its heartbeat could be stale"
+        assert parse_time(last["finishedAt"]) - kill_at <= probe_grace + 5
+    with p.phase("the restarted handler is Ready again; the other was left alone"):
+        t1 = time.time()
+        sc.wait_handlers_ready(600)
+        p.fact("restart_to_ready_s", round(time.time() - t1, 1))
+        after = {pod["metadata"]["name"]: restart_count(pod) for pod in sc.handler_pods("job")}
+        assert after[target] == before[target] + 1, after
+        assert all(after[n] == before[n] for n in after if n != target), after
