@@ -36,6 +36,6 @@ NODE_SCENARIOS := tests/kind/scenarios/test_8_nodes.py tests/kind/scenarios/test
 test-kind: image kind-up venv ## every kind test (smoke, scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@rm -f bench-results/kind-scenarios.json
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist load \
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist loadgroup \
 	  tests/kind/scenarios $(addprefix --ignore ,$(NODE_SCENARIOS))
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v $(NODE_SCENARIOS)

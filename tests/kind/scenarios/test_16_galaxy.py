@@ -28,7 +28,9 @@ from jhkind.progress import Progress
 from jhkind.scenario import Scenario, job_completed_at
 from jhkind.waits import WaitTimeout, wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
+# one worker runs the whole file (make test-kind: --dist loadgroup), so the module-scoped Galaxy
+# install is built once
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}
 # sleep-tool jobs of 16c: SHORT ones end ok unless their handler is stopped under them; LONG
