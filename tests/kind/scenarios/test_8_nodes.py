@@ -5,6 +5,7 @@ scenario drains or stops. Node loss runs last: it takes a worker away for a whil
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import time
@@ -142,6 +143,58 @@ def test_8c_scale_down_drains_the_removed_handlers(scenario: Scenario) -> None:
     report = wait_done(sc, ids)
     p.fact("jobs_lost", report["lost"])
     p.fact("removed_exit_seconds", exited_cleanly(sc, removed, grace))
+
+
+def _drain_drained_handlers(sc: Scenario, policy: str | None, timeout_s: int) -> tuple[nodes.Drain, str]:
+    """2 job handlers started drained (startDrained: Running, alive, not Ready: every pod of the
+    role unhealthy for its PDB), then `kubectl drain` of one of their nodes, limited to this
+    namespace's pods. Returns the drain and the node."""
+    p = sc.progress
+    pdb: dict = {"maxUnavailable": 1}
+    if policy:
+        pdb["unhealthyPodEvictionPolicy"] = policy
+    values = {"podLabels": {"jobhandlers-scenario": sc.namespace},
+              "handlers": {"web": {"enabled": False},
+                           "job": {"replicas": 2, "startDrained": True, "pdb": pdb}}}
+    with p.phase(f"install 2 job handlers started drained (PDB {pdb})"):
+        sc.install(values, wait=False).check("helm install")
+        wait_until(lambda: len([q for q in sc.handler_pods("job") if q["status"].get("phase") == "Running"]) == 2,
+                   120, "2 drained handlers Running", describe=sc.describe_pods)
+    stored = json.loads(kubectl(sc, "get", "pdb", "-n", sc.namespace, "-o", "json", timeout=60).stdout)["items"][0]
+    p.fact("pdb_unhealthy_pod_eviction_policy", stored["spec"].get("unhealthyPodEvictionPolicy"))
+    node = sc.handler_pods("job")[0]["spec"]["nodeName"]
+    with p.phase(f"kubectl drain {node} --timeout {timeout_s}s"):
+        res = nodes.drain(sc.kube, node, f"jobhandlers-scenario={sc.namespace}", timeout_s)
+    p.fact("drain_seconds", round(res.seconds, 1))
+    p.fact("drain_exit_code", res.rc)
+    p.fact("pdb_refusals", res.pdb_refusals)
+    return res, node
+
+
+def test_8d_drain_of_drained_but_alive_handlers_completes(scenario: Scenario) -> None:
+    """The chart's default PDB unhealthyPodEvictionPolicy AlwaysAllow (KEP-3017, from 1.27):
+    a node drain is not held by a budget whose pods are all alive but not Ready."""
+    sc = scenario
+    try:
+        res, node = _drain_drained_handlers(sc, None, 120)
+        assert res.rc == 0, f"kubectl drain exited {res.rc}: {res.output[-2000:]}"
+        assert res.pdb_refusals == 0, res.output
+        assert not any(q["spec"].get("nodeName") == node for q in sc.handler_pods("job"))
+    finally:
+        for n in workers(sc):
+            kubectl(sc, "uncordon", n, timeout=60)
+
+
+def test_8e_drain_hangs_with_if_healthy_budget(scenario: Scenario) -> None:
+    """The baseline: Kubernetes' own default (IfHealthyBudget) refuses every eviction of the
+    unhealthy pods, so the drain (and an autoscaler's scale-down) hangs; 8d measures something real."""
+    sc = scenario
+    try:
+        res, _node = _drain_drained_handlers(sc, "IfHealthyBudget", 30)
+        assert res.rc != 0 and res.pdb_refusals > 0, res.output[-2000:]
+    finally:
+        for n in workers(sc):
+            kubectl(sc, "uncordon", n, timeout=60)
 
 
 def test_8z_node_loss_reschedules_and_reruns_every_job(scenario: Scenario) -> None:
