@@ -473,7 +473,8 @@ def handler_env_names(values: Mapping[str, Any], role: str) -> list[str]:
     A StatefulSet role's identity is listed whatever the version (JH025 judges the ordinal)."""
     names = list(ROLE_ENV)
     if role_kind(values, role) == "StatefulSet":
-        names[2:2] = IDENTITY_ENV
+        at = names.index("JOBHANDLERS_ROLE") + 1  # _pod.tpl: the identity follows the role
+        names[at:at] = IDENTITY_ENV
     if _role_spec(values, role).get("startDrained"):
         names.append(START_DRAINED_ENV)
     if _accept_ahead(values):

@@ -22,7 +22,7 @@ name can start while the first still runs on an unreachable node.
 {{- define "jobhandlers.identity.firstStable" -}}
 {{- $first := "" }}
 {{- range $role, $spec := .Values.handlers }}
-{{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) (eq (toString $spec.kind) "StatefulSet") (not $first) }}{{ $first = $role }}{{ end }}
+{{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) (not $first) (include "jobhandlers.identity.stable" (list $ $role)) }}{{ $first = $role }}{{ end }}
 {{- end }}
 {{- $first }}
 {{- end }}

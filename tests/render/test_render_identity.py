@@ -48,7 +48,9 @@ def test_statefulset_keeps_the_deployment_lifecycle():
     assert env["JOBHANDLERS_POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["JOBHANDLERS_ORDINAL"] == {"fieldRef": {"fieldPath": "metadata.labels['apps.kubernetes.io/pod-index']"}}
     names = [e["name"] for e in cs["env"]]
-    assert names.index("JOBHANDLERS_POD_NAME") < names.index("JOBHANDLERS_ROLE") + 3  # chart env, before the user's
+    # the identity right after the role, as the env model lists it (chart env, before the user's)
+    at = names.index("JOBHANDLERS_ROLE") + 1
+    assert names[at:at + 2] == list(model.IDENTITY_ENV)
     assert sts["spec"]["replicas"] == 2
     assert sts["spec"]["podManagementPolicy"] == "Parallel"
     assert sts["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
