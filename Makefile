@@ -72,7 +72,9 @@ deps: ## install the system packages the tests need (PostgreSQL server)
 
 # ---- the two commands of the README ----
 .PHONY: render
-render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache)
+render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache, the schema's lists and docs/rules.md from chart/lifecycle.yaml)
+	$(PY) -m generator.lifecycle
+	$(PY) -m generator.refdocs
 	$(PY) -m generator.precompute
 	$(JH) render
 
@@ -104,6 +106,8 @@ lint: tools ## helm lint --strict every values example
 .PHONY: test
 test: tools venv deps ## unit, render, generated and workload tests, plus freshness checks
 	$(JH) render --check
+	$(PY) -m generator.lifecycle --check
+	$(PY) -m generator.refdocs --check
 	$(PY) -m generator.precompute --check
 	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check

@@ -1,5 +1,5 @@
-"""Shutdown and health: drain on rollout (5), drain mode (6), liveness vs blocking jobs (7),
-SIGKILL mid-job (8)."""
+"""Shutdown and health: drain on rollout (3a), drain mode (3b), liveness vs blocking jobs (3c),
+SIGKILL mid-job (3d)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _env(**kv: str) -> list[dict]:
     return [{"name": k, "value": v} for k, v in kv.items()]
 
 
-def test_5_drain_on_rollout(scenario: Scenario) -> None:
+def test_3a_drain_on_rollout(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     values = {"handlers": {"job": {
         "replicas": DRAIN_REPLICAS, "maxJobRuntimeSeconds": 30,
@@ -87,7 +87,7 @@ def test_5_drain_on_rollout(scenario: Scenario) -> None:
         assert sum(restarts.values()) == 0, restarts
 
 
-def test_6_drain_mode(scenario: Scenario) -> None:
+def test_3b_drain_mode(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     with p.phase("install"):
         sc.install().check("helm install")
@@ -132,7 +132,7 @@ def test_6_drain_mode(scenario: Scenario) -> None:
         assert restart_count(sc.kube.pod(sc.namespace, name)) == 0
 
 
-def test_7_liveness_vs_blocking_jobs(scenario: Scenario) -> None:
+def test_3c_liveness_vs_blocking_jobs(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     readiness_max, liveness_max, probe_grace = 5, 24, 5
     values = {
@@ -173,7 +173,7 @@ def test_7_liveness_vs_blocking_jobs(scenario: Scenario) -> None:
         assert sc.kube.pod(sc.namespace, name)["metadata"]["uid"] == uid, "the pod was replaced, not restarted in place"
 
 
-def test_8_sigkill_mid_job(scenario: Scenario) -> None:
+def test_3d_sigkill_mid_job(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     lease = 10
     values = {"handlers": {"job": {"env": _env(WORKLOAD_POLL_SECONDS="0.5", WORKLOAD_LEASE_SECONDS=str(lease),
