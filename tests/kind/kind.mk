@@ -12,7 +12,7 @@ JH_CACHE          ?= /var/cache/jobhandlers
 export KIND_K8S KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
 KIND_ENV := KIND=$(KIND)
 
-.PHONY: docker-up kind-node-image kind-up kind-down test-kind-smoke test-kind
+.PHONY: docker-up kind-node-image kind-up kind-down kind-load test-kind-smoke test-kind
 
 docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for this kernel)
 	tests/images/docker-up.sh
@@ -25,6 +25,9 @@ kind-up: $(KIND) docker-up ## create the kind cluster, wait for Ready; kubeconfi
 
 kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers remain
 	$(KIND_ENV) tests/kind/scripts/kind-down.sh
+
+kind-load: image kind-up venv ## load the workload, PostgreSQL and app images onto the cluster's nodes (the scenarios do it too; .ci/run does it beside make test)
+	cd tests/kind/scenarios && $(KIND_ENV) $(abspath $(PY)) -c 'from jhkind import setup; from jhkind.progress import Progress; print("loaded:", " ".join(setup.load_images(Progress("kind-load"))))'
 
 test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
