@@ -21,6 +21,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.imageTag" . }}
 {{- include "jobhandlers.checks.sleepAction" . }}
 {{- include "jobhandlers.checks.migrationSidecars" . }}
+{{- include "jobhandlers.checks.networkPolicy" . }}
 {{- range $role, $spec := .Values.handlers }}
 {{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
@@ -194,5 +195,14 @@ migrate exits, so the Job never completes. */}}
 {{- $sidecars := include "jobhandlers.migration.sidecars" . | fromJsonArray }}
 {{- if and .Values.migration.enabled $sidecars (not (include "jobhandlers.sidecars.native" .)) }}
 {{- include "jobhandlers.checks.problem" (printf "jobhandlers: the migration Job has sidecars (%s) but Kubernetes %s < %s has no native sidecars: as a regular container a sidecar keeps running after migrate exits, so the Job never completes and the install/upgrade hangs until its timeout. Fix: on Kubernetes >= %s they run as native sidecars; below, remove migration: true from sidecars (and migration.sidecars) and let the migration reach the database directly, or run the proxy as a Service. (jobhandlers check: JH016)" (include "jobhandlers.names" $sidecars) .Capabilities.KubeVersion.Version (include "jobhandlers.gate.version" (list . "nativeSidecars")) (include "jobhandlers.gate.version" (list . "nativeSidecars"))) }}
+{{- end }}
+{{- end }}
+
+{{/* networkPolicy.enabled denies every egress it does not list: without a database peer (or
+the user's own egress rules) no chart pod could reach the database. */}}
+{{- define "jobhandlers.checks.networkPolicy" -}}
+{{- $np := .Values.networkPolicy }}
+{{- if and $np.enabled (not $np.database.to) (not $np.extraEgress) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: networkPolicy.enabled=true, but networkPolicy.database.to is empty and there is no networkPolicy.extraEgress: the policies would deny the handlers, wait-for-migrations, the migration Job and the helm test every connection to the database (%s:%v). Fix: set networkPolicy.database.to to the database's peers, e.g. an ipBlock {cidr: 10.0.0.5/32} for a database outside the cluster or a podSelector/namespaceSelector for one inside, or give networkPolicy.extraEgress rules that reach it. (jobhandlers check: JH041)" .Values.database.host .Values.database.port) }}
 {{- end }}
 {{- end }}
