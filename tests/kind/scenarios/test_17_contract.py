@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from jhkind.client import Client, summarize
-from jhkind.cluster import parse_time
+from jhkind.cluster import parse_time, pod_ready
 from jhkind.helm import CHART
 from jhkind.observe import LogFollower, terminated_state
 from jhkind.scenario import WORKLOAD_IMAGE, Scenario
@@ -227,8 +227,12 @@ def test_17c_rollback_between_the_phases(scenario: Scenario) -> None:
         p.fact("rollback_seconds", round(rb.seconds, 1))
 
     def v2_only() -> bool:
-        pods = sc.handler_pods(live_only=False)
-        return sc.all_handlers_ready() and bool(pods) and all(image_tag(q) == V2_TAG for q in pods)
+        """No v3 pod left (terminating ones included); the live pods are v2, as many as the
+        replicas, all Ready (the draining v2 job pod may still finish its job)."""
+        pods, live = sc.handler_pods(live_only=False), sc.handler_pods()
+        want = sum(int(d["spec"]["replicas"]) for d in sc.deployments().values())
+        return (bool(pods) and all(image_tag(q) == V2_TAG for q in pods) and len(live) == want
+                and all(pod_ready(q) for q in live))
     with p.phase("v2 pods only (the draining v2 job pod still runs its job), the schema still at 5"):
         wait_until(v2_only, 150, "only v2 pods, all Ready", describe=sc.describe_pods)
         job = sc.db.job(jid)
