@@ -196,30 +196,31 @@ def test_17ab_contract_split_vs_all_in_pre_deploy(scenario_pair: tuple[Scenario,
 
 
 def test_17c_rollback_between_the_phases(scenario: Scenario) -> None:
-    """helm upgrade to v3 (split) times out (helm's --timeout 60s applies to each operation: the
-    post-upgrade hook's) while the post-deploy Job waits for a 240 s job on the draining v2 pod; `helm rollback` to v2: v2 runs on the pre-deploy revision 5, no
-    failed request, and the waiting post-deploy Job never drops the column (v2 pods run another
-    image). The 240 s job keeps running on its v2 pod (cleanup ends it)."""
+    """helm upgrade to v3 (split) times out (helm's --timeout 150s applies to each operation: the
+    post-upgrade hook's) while the post-deploy Job waits for a 400 s job on the draining v2 pod;
+    `helm rollback` to v2: v2 runs on the pre-deploy revision 5, no failed request, and the
+    waiting post-deploy Job never drops the column (v2 pods run another image). The 400 s job
+    keeps running on its v2 pod (cleanup ends it)."""
     sc, p = scenario, scenario.progress
-    v2 = {**V2, "handlers": {"web": {"replicas": 2}, "job": {"maxJobRuntimeSeconds": 240}}}
+    v2 = {**V2, "handlers": {"web": {"replicas": 2}, "job": {"maxJobRuntimeSeconds": 400}}}
     values = SPLIT
     with p.phase("install v2 (acceptAhead)"):
         sc.install(v2).check("helm install v2")
         sc.wait_handlers_ready(90)
     seed_and_client(sc)
-    [jid] = submit_v2(sc, 240, 1)
-    wait_until(lambda: sc.db.states()["running"] >= 1, 60, "the 240 s job to run on the v2 job pod")
+    [jid] = submit_v2(sc, 400, 1)
+    wait_until(lambda: sc.db.states()["running"] >= 1, 60, "the 400 s job to run on the v2 job pod")
     t_up = time.time()
-    with p.phase("helm upgrade to v3 (split), --timeout 60s: fails while the post-deploy Job waits"):
+    with p.phase("helm upgrade to v3 (split), --timeout 150s: fails while the post-deploy Job waits"):
         sc.values = sc.values_for(v2, values)
         res = sc.helm.run(["upgrade", sc.release, str(CHART), "-n", sc.namespace, "-f",
-                           str(sc._values_file(sc.values)), "--wait", "--timeout", "60s"], timeout=600)
+                           str(sc._values_file(sc.values)), "--wait", "--timeout", "150s"], timeout=900)
         p.fact("helm_upgrade_seconds", round(res.seconds, 1))
     p.fact("helm_upgrade_exit", res.rc)
     assert res.rc != 0, res.stdout[-1000:]
     assert sc.db.schema_revision() == 5
     posts = [j for j in sc.kube.jobs(sc.namespace) if j["metadata"]["name"].endswith("-post-migration")]
-    assert posts, ("helm timed out before the post-upgrade hook (the rollout outlasted 60 s on this machine): "
+    assert posts, ("helm timed out before the post-upgrade hook (the rollout outlasted 150 s on this machine): "
                    f"nothing between the phases to test; {sc.describe_pods()}")
     with p.phase("helm rollback to v2 --wait"):
         rb = sc.helm.run(["rollback", sc.release, "1", "-n", sc.namespace, "--wait", "--timeout", "180s"], timeout=300)
