@@ -2,8 +2,8 @@
 values.schema.json (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:b8f4be7b-22183:c3fa4a9f-74130'
-DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': []}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}}}}
+CHART_KEY = 'crc32:55582b7e-24379:2171ed10-77549'
+DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain'], 'postMigrate': None}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}, 'postDeploy': {'hookWeight': 5, 'gitOps': None, 'env': [], 'waitForRollout': {'timeoutSeconds': None, 'intervalSeconds': 2, 'image': None, 'command': None}}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': []}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}}}}
 
 
 class JsonSchemaValueException(ValueError):
@@ -266,6 +266,23 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__commands__downgrade_item_len = len(data__commands__downgrade_item)
                                 if data__commands__downgrade_item_len < 1:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.downgrade[{data__commands__downgrade_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
+                if "postMigrate" in data__commands_keys:
+                    data__commands_keys.remove("postMigrate")
+                    data__commands__postMigrate = data__commands["postMigrate"]
+                    if not isinstance(data__commands__postMigrate, (list, tuple, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate must be array or null")
+                    data__commands__postMigrate_is_list = isinstance(data__commands__postMigrate, (list, tuple))
+                    if data__commands__postMigrate_is_list:
+                        data__commands__postMigrate_len = len(data__commands__postMigrate)
+                        if data__commands__postMigrate_len < 1:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate must contain at least 1 items")
+                        for data__commands__postMigrate_x, data__commands__postMigrate_item in enumerate(data__commands__postMigrate):
+                            if not isinstance(data__commands__postMigrate_item, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate[{data__commands__postMigrate_x}]".format(**locals()) + " must be string")
+                            if isinstance(data__commands__postMigrate_item, str):
+                                data__commands__postMigrate_item_len = len(data__commands__postMigrate_item)
+                                if data__commands__postMigrate_item_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate[{data__commands__postMigrate_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
                 if data__commands_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands must not contain "+str(data__commands_keys)+" properties")
         if "database" in data_keys:
@@ -569,6 +586,106 @@ def validate(data, custom_formats={}, name_prefix=None):
                     data__migration__onRollback = data__migration["onRollback"]
                     if data__migration__onRollback not in ['none', 'downgrade']:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.onRollback must be one of ['none', 'downgrade']")
+                if "postDeploy" in data__migration_keys:
+                    data__migration_keys.remove("postDeploy")
+                    data__migration__postDeploy = data__migration["postDeploy"]
+                    if not isinstance(data__migration__postDeploy, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy must be object")
+                    data__migration__postDeploy_is_dict = isinstance(data__migration__postDeploy, dict)
+                    if data__migration__postDeploy_is_dict:
+                        data__migration__postDeploy_keys = set(data__migration__postDeploy.keys())
+                        if "hookWeight" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("hookWeight")
+                            data__migration__postDeploy__hookWeight = data__migration__postDeploy["hookWeight"]
+                            if not isinstance(data__migration__postDeploy__hookWeight, (int)) and not (isinstance(data__migration__postDeploy__hookWeight, float) and data__migration__postDeploy__hookWeight.is_integer()) or isinstance(data__migration__postDeploy__hookWeight, bool):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.hookWeight must be integer")
+                        if "gitOps" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("gitOps")
+                            data__migration__postDeploy__gitOps = data__migration__postDeploy["gitOps"]
+                            if not isinstance(data__migration__postDeploy__gitOps, (str, NoneType)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.gitOps must be string or null")
+                            if data__migration__postDeploy__gitOps not in ['argocd', 'plain', None]:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.gitOps must be one of ['argocd', 'plain', None]")
+                        if "env" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("env")
+                            data__migration__postDeploy__env = data__migration__postDeploy["env"]
+                            if not isinstance(data__migration__postDeploy__env, (list, tuple)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env must be array")
+                            data__migration__postDeploy__env_is_list = isinstance(data__migration__postDeploy__env, (list, tuple))
+                            if data__migration__postDeploy__env_is_list:
+                                data__migration__postDeploy__env_len = len(data__migration__postDeploy__env)
+                                for data__migration__postDeploy__env_x, data__migration__postDeploy__env_item in enumerate(data__migration__postDeploy__env):
+                                    if not isinstance(data__migration__postDeploy__env_item, (dict)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}]".format(**locals()) + " must be object")
+                                    data__migration__postDeploy__env_item_is_dict = isinstance(data__migration__postDeploy__env_item, dict)
+                                    if data__migration__postDeploy__env_item_is_dict:
+                                        data__migration__postDeploy__env_item__missing_keys = set(['name']) - data__migration__postDeploy__env_item.keys()
+                                        if data__migration__postDeploy__env_item__missing_keys:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}]".format(**locals()) + " must contain ")
+                                        data__migration__postDeploy__env_item_keys = set(data__migration__postDeploy__env_item.keys())
+                                        if "name" in data__migration__postDeploy__env_item_keys:
+                                            data__migration__postDeploy__env_item_keys.remove("name")
+                                            data__migration__postDeploy__env_item__name = data__migration__postDeploy__env_item["name"]
+                                            if not isinstance(data__migration__postDeploy__env_item__name, (str)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}].name".format(**locals()) + " must be string")
+                                            if isinstance(data__migration__postDeploy__env_item__name, str):
+                                                data__migration__postDeploy__env_item__name_len = len(data__migration__postDeploy__env_item__name)
+                                                if data__migration__postDeploy__env_item__name_len < 1:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                        if "waitForRollout" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("waitForRollout")
+                            data__migration__postDeploy__waitForRollout = data__migration__postDeploy["waitForRollout"]
+                            if not isinstance(data__migration__postDeploy__waitForRollout, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout must be object")
+                            data__migration__postDeploy__waitForRollout_is_dict = isinstance(data__migration__postDeploy__waitForRollout, dict)
+                            if data__migration__postDeploy__waitForRollout_is_dict:
+                                data__migration__postDeploy__waitForRollout_keys = set(data__migration__postDeploy__waitForRollout.keys())
+                                if "timeoutSeconds" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("timeoutSeconds")
+                                    data__migration__postDeploy__waitForRollout__timeoutSeconds = data__migration__postDeploy__waitForRollout["timeoutSeconds"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, (int, NoneType)) and not (isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, float) and data__migration__postDeploy__waitForRollout__timeoutSeconds.is_integer()) or isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, bool):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.timeoutSeconds must be integer or null")
+                                    if isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, (int, float, Decimal)):
+                                        if data__migration__postDeploy__waitForRollout__timeoutSeconds < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.timeoutSeconds must be bigger than or equal to 1")
+                                if "intervalSeconds" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("intervalSeconds")
+                                    data__migration__postDeploy__waitForRollout__intervalSeconds = data__migration__postDeploy__waitForRollout["intervalSeconds"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, (int)) and not (isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, float) and data__migration__postDeploy__waitForRollout__intervalSeconds.is_integer()) or isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, bool):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.intervalSeconds must be integer")
+                                    if isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, (int, float, Decimal)):
+                                        if data__migration__postDeploy__waitForRollout__intervalSeconds < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.intervalSeconds must be bigger than or equal to 1")
+                                if "image" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("image")
+                                    data__migration__postDeploy__waitForRollout__image = data__migration__postDeploy__waitForRollout["image"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__image, (str, NoneType)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.image must be string or null")
+                                    if isinstance(data__migration__postDeploy__waitForRollout__image, str):
+                                        data__migration__postDeploy__waitForRollout__image_len = len(data__migration__postDeploy__waitForRollout__image)
+                                        if data__migration__postDeploy__waitForRollout__image_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.image must be longer than or equal to 1 characters")
+                                if "command" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("command")
+                                    data__migration__postDeploy__waitForRollout__command = data__migration__postDeploy__waitForRollout["command"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__command, (list, tuple, NoneType)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command must be array or null")
+                                    data__migration__postDeploy__waitForRollout__command_is_list = isinstance(data__migration__postDeploy__waitForRollout__command, (list, tuple))
+                                    if data__migration__postDeploy__waitForRollout__command_is_list:
+                                        data__migration__postDeploy__waitForRollout__command_len = len(data__migration__postDeploy__waitForRollout__command)
+                                        if data__migration__postDeploy__waitForRollout__command_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command must contain at least 1 items")
+                                        for data__migration__postDeploy__waitForRollout__command_x, data__migration__postDeploy__waitForRollout__command_item in enumerate(data__migration__postDeploy__waitForRollout__command):
+                                            if not isinstance(data__migration__postDeploy__waitForRollout__command_item, (str)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command[{data__migration__postDeploy__waitForRollout__command_x}]".format(**locals()) + " must be string")
+                                            if isinstance(data__migration__postDeploy__waitForRollout__command_item, str):
+                                                data__migration__postDeploy__waitForRollout__command_item_len = len(data__migration__postDeploy__waitForRollout__command_item)
+                                                if data__migration__postDeploy__waitForRollout__command_item_len < 1:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command[{data__migration__postDeploy__waitForRollout__command_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
+                                if data__migration__postDeploy__waitForRollout_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout must not contain "+str(data__migration__postDeploy__waitForRollout_keys)+" properties")
+                        if data__migration__postDeploy_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy must not contain "+str(data__migration__postDeploy_keys)+" properties")
                 if data__migration_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration must not contain "+str(data__migration_keys)+" properties")
         if "waitForMigrations" in data_keys:

@@ -38,6 +38,9 @@ STS_MAX_UNAVAILABLE_MIN_VERSION = _lc.min_version("statefulSetMaxUnavailable")
 SLEEP_ZERO_MIN_VERSION = _lc.min_version("sleepZero")
 UNHEALTHY_POD_EVICTION_MIN_VERSION = _lc.min_version("pdbUnhealthyPodEvictionPolicy")
 POD_REPLACEMENT_POLICY_MIN_VERSION = _lc.min_version("jobPodReplacementPolicy")
+# The post-deploy Job's projected API token (kube-root-ca.crt ConfigMap GA 1.21, KEP-1205);
+# below, the ServiceAccount token is automounted (JH038).
+POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION = _lc.min_version("projectedServiceAccountToken")
 # An image tag (the distribution reference grammar); the chart refuses anything else (JH028).
 IMAGE_TAG_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 PROBE_KINDS: tuple[str, ...] = tuple(_lc.DATA["probe"]["kinds"])
@@ -558,3 +561,22 @@ def env_references(value: str) -> list[str]:
                     continue
         i += 1
     return refs
+
+
+def post_deploy_enabled(values: Mapping[str, Any]) -> bool:
+    """The chart renders the post-deploy Job: commands.postMigrate with the migration on."""
+    migration = values.get("migration") or {}
+    return bool((values.get("commands") or {}).get("postMigrate")) and migration.get("enabled", True) is not False
+
+
+def max_grace(values: Mapping[str, Any]) -> int:
+    """The longest effective grace of any enabled role (0 without roles)."""
+    return max((role_grace(values, r).effective for r in enabled_roles(values)), default=0)
+
+
+def post_deploy_rollout_timeout(values: Mapping[str, Any]) -> int:
+    """wait-for-rollout's limit: explicit, else the longest grace + waitForMigrations.timeoutSeconds."""
+    explicit = (((values.get("migration") or {}).get("postDeploy") or {}).get("waitForRollout") or {}).get("timeoutSeconds")
+    if explicit is not None:
+        return int(explicit)
+    return max_grace(values) + int((values.get("waitForMigrations") or {}).get("timeoutSeconds", 1200))

@@ -1,4 +1,4 @@
-"""The lifecycle policy rules JH001…JH032: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH038: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
@@ -649,6 +649,60 @@ def _jh030(ctx: Context) -> Iterator[Hit]:
                   f"{model.POD_REPLACEMENT_POLICY_MIN_VERSION}")
 
 
+def _post_deploy(ctx: Context) -> bool:
+    return model.post_deploy_enabled(ctx.values)
+
+
+def _jh035(ctx: Context) -> Iterator[Hit]:
+    if _post_deploy(ctx) and not ctx.flag("waitForMigrations.acceptAhead", False):
+        yield Hit([_p("waitForMigrations.acceptAhead"), _p("commands.postMigrate")],
+                  "commands.postMigrate (two migration phases) with waitForMigrations.acceptAhead=false: after the "
+                  "pre-deploy phase the schema is ahead of the previous image, so its pods that (re)start before the "
+                  "post-deploy phase (a container restart, a replacement, a rollback) fail their schema gate "
+                  "(the chart refuses to render it)",
+                  "set waitForMigrations.acceptAhead: true, also in the release before the first two-phase upgrade "
+                  "(old pods keep the values they were created with), and keep pre-deploy migrations expand-only")
+
+
+def _jh036(ctx: Context) -> Iterator[Hit]:
+    if not _post_deploy(ctx) or ctx.flag("migration.useHelmHooks", True):
+        return
+    if ctx.get("migration.postDeploy.gitOps") not in ("argocd", "plain"):
+        yield Hit([_p("migration.postDeploy.gitOps"), _p("migration.useHelmHooks"), _p("commands.postMigrate")],
+                  "commands.postMigrate in GitOps mode (migration.useHelmHooks=false) without "
+                  "migration.postDeploy.gitOps: nothing says how your tool runs the post-deploy Job (the chart "
+                  "refuses to render it)",
+                  "set migration.postDeploy.gitOps: argocd (an Argo CD PostSync hook) or plain (a hash-named Job "
+                  "that waits by itself: Flux Kustomization, kubectl apply); a Flux HelmRelease runs helm hooks: "
+                  "keep migration.useHelmHooks: true")
+
+
+def _jh037(ctx: Context) -> Iterator[Hit]:
+    key = "migration.postDeploy.waitForRollout.timeoutSeconds"
+    if not _post_deploy(ctx) or ctx.get(key) is None:
+        return
+    timeout, grace = ctx.num(key), model.max_grace(ctx.values)
+    if timeout < grace:
+        default = grace + int(ctx.num("waitForMigrations.timeoutSeconds"))
+        yield Hit([_p(key)],
+                  f"{key}={int(timeout)} is below the longest role grace ({grace} s): old pods may drain that long, "
+                  "so the post-deploy Job gives up and the contract migration does not run (the chart refuses to "
+                  "render it)",
+                  f"remove it (the chart uses {default} s = the longest grace + waitForMigrations.timeoutSeconds) or "
+                  f"set it to at least {grace}")
+
+
+def _jh038(ctx: Context) -> Iterator[Hit]:
+    if _post_deploy(ctx) and not model.at_least(ctx.kube_version, model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION):
+        yield Hit([_p("commands.postMigrate")],
+                  f"on Kubernetes {ctx.kube_version} < {model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION} the post-deploy "
+                  "Job's wait-for-rollout cannot get a projected token (no kube-root-ca.crt ConfigMap): the chart "
+                  "automounts its ServiceAccount token, so every container of that pod (post-migrate too) can list "
+                  "the namespace's pods",
+                  f"accept it (the Role allows only list on pods), or target Kubernetes >= "
+                  f"{model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION}")
+
+
 def _user_containers(ctx: Context) -> Iterator[tuple[KeyPath, Mapping[str, Any]]]:
     """(key path, container) of every container the user gives: sidecars and extraInitContainers,
     chart-wide, per role and of the migration Job."""
@@ -830,6 +884,10 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH030": _jh030,
     "JH031": _jh031,
     "JH032": _jh032,
+    "JH035": _jh035,
+    "JH036": _jh036,
+    "JH037": _jh037,
+    "JH038": _jh038,
     "JH041": _jh041,
     "JH042": _jh042,
     "JH043": _jh043,

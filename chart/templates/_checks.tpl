@@ -18,6 +18,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.startupProbe" . }}
 {{- include "jobhandlers.checks.multiplier" . }}
 {{- include "jobhandlers.checks.rollback" . }}
+{{- include "jobhandlers.checks.postDeploy" . }}
 {{- include "jobhandlers.checks.imageTag" . }}
 {{- include "jobhandlers.checks.sleepAction" . }}
 {{- include "jobhandlers.checks.migrationSidecars" . }}
@@ -118,6 +119,25 @@ every role check and JH001: a disabled role renders no pod its grace could apply
 {{- end }}
 {{- if not (and .Values.migration.enabled .Values.migration.useHelmHooks) }}
 {{- include "jobhandlers.checks.problem" "jobhandlers: migration.onRollback=downgrade needs migration.enabled=true and migration.useHelmHooks=true: only helm runs pre-rollback hooks. Fix: use hook mode, or migration.onRollback=none (with waitForMigrations.acceptAhead=true for expand-only migrations). (jobhandlers check: JH022)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The post-deploy phase (commands.postMigrate): the previous image's pods must survive the
+pre-deploy phase, GitOps mode must say how its tool runs the Job, and the rollout wait must
+outlast the longest drain. */}}
+{{- define "jobhandlers.checks.postDeploy" -}}
+{{- if include "jobhandlers.postDeploy.enabled" . }}
+{{- if ne (toString .Values.waitForMigrations.acceptAhead) "true" }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: commands.postMigrate is set (two migration phases) but waitForMigrations.acceptAhead=false: after the pre-deploy phase the schema is ahead of the previous image, so any of its pods that (re)starts before the post-deploy phase (a container restart, a replacement on another node, a rollback) fails its schema gate. Fix: set waitForMigrations.acceptAhead=true, in the release BEFORE the first two-phase upgrade too (old pods keep the values they were created with), and keep the pre-deploy migrations expand-only. (jobhandlers check: JH035)" }}
+{{- end }}
+{{- if and (not .Values.migration.useHelmHooks) (not (has (toString .Values.migration.postDeploy.gitOps) (list "argocd" "plain"))) }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: commands.postMigrate is set in GitOps mode (migration.useHelmHooks=false) without migration.postDeploy.gitOps: nothing says how your tool runs the post-deploy Job. Fix: migration.postDeploy.gitOps=argocd (an Argo CD PostSync hook) or plain (a hash-named Job applied with the rest; it waits for the pre-deploy schema and the last old pod by itself: Flux Kustomization, kubectl apply). A Flux HelmRelease runs helm hooks: use migration.useHelmHooks=true. (jobhandlers check: JH036)" }}
+{{- end }}
+{{- $t := .Values.migration.postDeploy.waitForRollout.timeoutSeconds }}
+{{- $grace := include "jobhandlers.postDeploy.maxGrace" . | int64 }}
+{{- if and (not (kindIs "invalid" $t)) (lt (int64 $t) $grace) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: migration.postDeploy.waitForRollout.timeoutSeconds=%d is below the longest role grace (%d s): old pods may legitimately drain that long, so the post-deploy Job would give up and the contract migration would not run. Fix: remove it (the chart uses %d s = the longest grace + waitForMigrations.timeoutSeconds) or set it to at least %d. (jobhandlers check: JH037)" (int64 $t) $grace (add $grace (int64 .Values.waitForMigrations.timeoutSeconds)) $grace) }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -70,6 +70,9 @@ chart-wide and the role's lists. Call with (list $ "role"|"migration" $chartEnvY
 {{- if eq $role "migration" }}
 {{- $env = include "jobhandlers.migration.list" (list $root "env") | fromJsonArray }}
 {{- $envFrom = include "jobhandlers.migration.list" (list $root "envFrom") | fromJsonArray }}
+{{- else if eq $role "post-migration" }}
+{{- $env = concat (include "jobhandlers.migration.list" (list $root "env") | fromJsonArray) ($root.Values.migration.postDeploy.env | default list) }}
+{{- $envFrom = include "jobhandlers.migration.list" (list $root "envFrom") | fromJsonArray }}
 {{- else }}
 {{- $env = include "jobhandlers.pod.list" (list $root $role "env") | fromJsonArray }}
 {{- $envFrom = include "jobhandlers.pod.list" (list $root $role "envFrom") | fromJsonArray }}
