@@ -230,3 +230,54 @@ def test_18b_celery_maintenance_mode(scenario: Scenario) -> None:
         after = cy.runs_on(sc, pod1)
         p.fact("runs_on_pod_after_undrain", after)
         assert after[0] > HELD, f"{pod1} took nothing after add_consumer: {after}"
+
+
+def test_18c_celery_broker_restart_during_rollout(scenario: Scenario) -> None:
+    """A rollout (drain `command`, both pods at once) with full windows, and RabbitMQ stopped
+    3 s into it (`rabbitmqctl stop`; the kubelet restarts the node in place, its queue data
+    kept in the pod's emptyDir). What the chart can promise here: every job still runs (the
+    queue is durable, late acks); not exactly once."""
+    sc, p = scenario, scenario.progress
+    with p.phase("broker + helm install --wait"):
+        cy.start_broker(sc)
+        cy.install(sc, BOTH_AT_ONCE).check("helm install")
+        sc.wait_handlers_ready(180)
+    grace = sc.grace("job")
+    rng = random.Random(183)
+    with p.phase(f"submit {2 * HELD + 4} tasks of 10-20 s; windows full"):
+        cy.submit(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
+                  [round(rng.uniform(10, 20), 1) for _ in range(2 * HELD + 4)])
+        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full prefetch windows", interval=1,
+                   describe=lambda: str(cy.queue_counts(sc)))
+    old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
+    with p.phase("rollout restart; 3 s later the broker stops and comes back"):
+        sc.restart_role("job")
+        time.sleep(3)
+        res = cy.exec_in(sc, cy.BROKER, ["rabbitmqctl", "stop"], container=cy.BROKER, timeout=60)
+        p.fact("rabbitmqctl_stop_rc", res.rc)
+
+        def back() -> bool:
+            pod = sc.kube.pod(sc.namespace, cy.BROKER) or {}
+            restarts = sum(int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or [])
+            return restarts >= 1 and pod_ready(pod)
+        t0 = time.monotonic()
+        wait_until(back, 180, "RabbitMQ restarted in place and Ready", interval=1)
+        p.fact("broker_outage_seconds", round(time.monotonic() - t0 + 3, 1))
+    with p.phase("rollout done"):
+        sc.wait_rollout("job", set(old), timeout=grace + 240)
+    last = sc.timeline.last_pods()
+    exits: dict[str, tuple[int, float]] = {}
+    ended: dict[str, float] = {}
+    for uid, name in old.items():
+        started = deletion_started(sc.timeline, uid)
+        term = terminated_state(last[uid], "job")
+        assert started is not None and term is not None, f"{name}: deletion or final state not seen"
+        ended[name] = parse_time(term["finishedAt"])
+        exits[name] = (int(term["exitCode"]), round(ended[name] - started, 1))
+    with p.phase("queue drained, every run ended"):
+        rep = cy.wait_settled(sc, 400, ended)
+    rep.update(grace=grace, exits=exits)
+    p.fact("report", rep)
+    with p.phase("every job ran (durable queue, late acks); the rest is recorded, not promised"):
+        assert rep["lost"] == 0 and rep["finished"] == 2 * HELD + 4, rep
+        assert cy.queue_counts(sc)["consumers"] == 2, cy.queue_counts(sc)

@@ -61,13 +61,17 @@ def wait_broker(sc: Scenario, timeout: float = 120) -> None:
 
 def values(sc: Scenario, *overrides: dict) -> dict[str, Any]:
     """values-examples/django-celery.yaml + the scenario's database + small requests (2 shared
-    cores) + a faster startupProbe; everything else (drain, probes, identity) as the example."""
+    cores) + probe timeouts for a machine shared by several scenarios (one `celery inspect`
+    took 21 s at load 68 there, over the example's 15 s); drain, probe commands and identity
+    as the example."""
     example = yaml.safe_load(EXAMPLE.read_text())
+    slow = {"timeoutSeconds": 30, "failureThreshold": 3}
     scenario = {
         "database": {"host": sc.pg.host, "port": 5432, "name": sc.database, "user": sc.database,
                      "password": sc.password},
-        "startupProbe": {"periodSeconds": 2, "failureThreshold": 60, "timeoutSeconds": 10},
-        "handlers": {"job": {"resources": {"requests": {"cpu": "20m", "memory": "160Mi"}}}},
+        "startupProbe": {"periodSeconds": 2, "failureThreshold": 150, "timeoutSeconds": 30},
+        "handlers": {"job": {"resources": {"requests": {"cpu": "20m", "memory": "160Mi"}},
+                             "readinessProbe": {**slow, "periodSeconds": 31}, "livenessProbe": slow}},
     }
     return deep_merge(example, scenario, *overrides)
 
