@@ -9,7 +9,9 @@ wait until nothing is reserved, then SIGTERM), and the `command` drain with a gr
 does not cover the prefetched batch, with late acks (the example) and with Celery's default
 early acks. Counts per variant: jobs lost, run twice, redelivered runs; old pods' exits.
 18b maintenance mode: cancel_consumer takes a worker out (it finishes what it holds, takes
-nothing new, is not Ready), add_consumer puts it back."""
+nothing new, is not Ready), add_consumer puts it back.
+18c broker restart during a rollout: what the chart can promise (every job runs) and what it
+cannot (exactly once)."""
 
 from __future__ import annotations
 
@@ -245,8 +247,8 @@ def test_18c_celery_broker_restart_during_rollout(scenario: Scenario) -> None:
     grace = sc.grace("job")
     rng = random.Random(183)
     with p.phase(f"submit {2 * HELD + 4} tasks of 10-20 s; windows full"):
-        cy.submit(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
-                  [round(rng.uniform(10, 20), 1) for _ in range(2 * HELD + 4)])
+        cy.submit_paused(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
+                         [round(rng.uniform(10, 20), 1) for _ in range(2 * HELD + 4)])
         wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full prefetch windows", interval=1,
                    describe=lambda: str(cy.queue_counts(sc)))
     old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}

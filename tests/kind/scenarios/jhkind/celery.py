@@ -132,6 +132,19 @@ def submit(sc: Scenario, pod: str, seconds: list[float]) -> list[str]:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def submit_paused(sc: Scenario, pod: str, seconds: list[float]) -> None:
+    """Every worker stops consuming (`control cancel_consumer`, a broadcast), the tasks are
+    submitted, every worker consumes again (`add_consumer`): the windows fill from a full
+    queue at once, however long the submit took on a loaded machine."""
+    ctl = ["celery", "-A", "jhcelery", "control"]
+    for args in (["cancel_consumer", QUEUE], None, ["add_consumer", QUEUE]):
+        if args is None:
+            submit(sc, pod, seconds)
+            continue
+        res = run(sc, pod, ctl + args, timeout=120)
+        assert res.rc == 0, f"celery control {args[0]}: exit {res.rc} {res.stdout[-500:]} {res.stderr[-1000:]}"
+
+
 def queue_counts(sc: Scenario) -> dict[str, int]:
     """RabbitMQ's view of the `jobs` queue: ready, unacked (held by workers), consumers."""
     res = exec_in(sc, BROKER, ["rabbitmqctl", "-q", "list_queues", "name", "messages_ready",
