@@ -71,7 +71,6 @@ own hook copy (weight hookWeight - 1), like the database Secret. */}}
 {{- end }}
 {{- end }}
 
-{{- define "jobhandlers.migration.podReplacementPolicyMinKubeVersion" -}}1.29{{- end }}
 
 {{/* The Job's spec (hashed for the plain-mode name). */}}
 {{- define "jobhandlers.migration.jobSpec" -}}
@@ -80,7 +79,7 @@ backoffLimit: {{ int64 $m.backoffLimit }}
 {{- /* podReplacementPolicy: Failed = a replacement pod starts only once the previous one has
 fully terminated, so two migrations never overlap. Rendered from 1.29 (JobPodReplacementPolicy,
 KEP-3939: alpha 1.28, beta and on by default 1.29, GA 1.34); below, the API server drops it. */}}
-{{- if and $m.podReplacementPolicy (include "jobhandlers.kubeAtLeast" (list . (include "jobhandlers.migration.podReplacementPolicyMinKubeVersion" .))) }}
+{{- if and $m.podReplacementPolicy (include "jobhandlers.gate" (list . "jobPodReplacementPolicy")) }}
 podReplacementPolicy: {{ $m.podReplacementPolicy }}
 {{- end }}
 activeDeadlineSeconds: {{ int64 $m.activeDeadlineSeconds }}
@@ -172,9 +171,6 @@ template:
         {{- end }}
         volumeMounts:
           {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
-    {{- if and (not (include "jobhandlers.sidecars.native" .)) $sidecars }}
-    {{- fail (printf "jobhandlers: the migration Job has sidecars (%s) but Kubernetes %s < %s has no native sidecars: as a regular container a sidecar keeps running after migrate exits, so the Job never completes and the install/upgrade hangs until its timeout. Fix: on Kubernetes >= %s they run as native sidecars; below, remove migration: true from sidecars (and migration.sidecars) and let the migration reach the database directly, or run the proxy as a Service. (jobhandlers check: JH016)" (include "jobhandlers.names" $sidecars) .Capabilities.KubeVersion.Version (include "jobhandlers.sidecars.minKubeVersion" .) (include "jobhandlers.sidecars.minKubeVersion" .)) }}
-    {{- end }}
     volumes:
       - name: tmp
         emptyDir: {}
