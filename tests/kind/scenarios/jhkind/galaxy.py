@@ -26,6 +26,9 @@ CONFIG = "/opt/galaxy/config/galaxy.yml"
 BOOTSTRAP_KEY = "jobhandlers-kind-bootstrap-key"
 # What the local runner's recover() writes on a job a restarted handler of the same name finds.
 KILLED_INFO = "This job was killed when Galaxy was restarted"
+# What the local runner's worker writes on a job it killed at shutdown, when it gets there
+# before the process exits (galaxy.jobs.runners.local: terminated_by_shutdown).
+SHUTDOWN_INFO = "job terminated by Galaxy shutdown"
 # values-examples/galaxy.yaml's sidecar that empties heartbeat_*.log in place; in the scenarios
 # above TRIM_MAX_BYTES (about 3 of Galaxy's dumps) instead of 1 MiB
 TRIM_SIDECAR, TRIM_MAX_BYTES = "heartbeat-trim", 20000
@@ -213,6 +216,13 @@ def migrate_now(sc: Scenario, timeout: float = 600) -> float:
     own migration in a one-off pod. Returns the time it finished (container exit)."""
     _log, term = run_pod(sc, "galaxy-db-init", "jhgalaxy migrate && jhgalaxy schema-check", timeout)
     return parse_time(term["finishedAt"])
+
+
+def job_pod(sc: Scenario, job: dict) -> str:
+    """The name of the (last) pod of a Job."""
+    pods = sc.kube.pods(sc.namespace, f"job-name={job['metadata']['name']}")
+    assert pods, f"no pod of Job {job['metadata']['name']}"
+    return max(pods, key=lambda p: p["metadata"]["creationTimestamp"])["metadata"]["name"]
 
 
 def _phase(kube: Kube, namespace: str, name: str) -> str | None:
