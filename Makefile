@@ -8,6 +8,7 @@ HELM        := $(BIN)/helm
 HELM3       := $(BIN)/helm3
 KIND        := $(BIN)/kind
 HELM_DOCS   := $(BIN)/helm-docs
+KUBECONFORM := $(BIN)/kubeconform
 VENV        := $(ROOT)/.venv
 PY          := $(VENV)/bin/python
 JH          := $(VENV)/bin/jobhandlers
@@ -21,6 +22,8 @@ KIND_VERSION  := v0.33.0
 # make test runs pytest on this many workers (tests sharing an expensive fixture share a worker)
 PYTEST_JOBS ?= 2
 HELM_DOCS_VERSION := v1.14.2
+KUBECONFORM_VERSION := v0.8.0
+export JOBHANDLERS_KUBECONFORM := $(KUBECONFORM)
 
 .PHONY: help
 help: ## list the targets
@@ -28,7 +31,7 @@ help: ## list the targets
 
 # ---- tools: pinned helm 4, helm 3 and kind, built from their Go modules ----
 .PHONY: tools
-tools: $(HELM) $(HELM3) $(KIND) $(HELM_DOCS) ## build pinned helm, helm3, kind and helm-docs into bin/
+tools: $(HELM) $(HELM3) $(KIND) $(HELM_DOCS) $(KUBECONFORM) ## build pinned helm, helm3, kind, helm-docs and kubeconform into bin/
 
 $(BIN)/.helm-$(HELM_VERSION):
 	@mkdir -p $(BIN)
@@ -55,6 +58,13 @@ $(BIN)/.helm-docs-$(HELM_DOCS_VERSION):
 	@touch $@
 $(HELM_DOCS): $(BIN)/.helm-docs-$(HELM_DOCS_VERSION)
 
+# kubeconform validates rendered/ in make test (tests/render/test_peer_suites.py)
+$(BIN)/.kubeconform-$(KUBECONFORM_VERSION):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) CGO_ENABLED=0 go install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	@touch $@
+$(KUBECONFORM): $(BIN)/.kubeconform-$(KUBECONFORM_VERSION)
+
 # ---- Python environment ----
 .PHONY: venv
 venv: $(VENV)/.installed ## create .venv with the jobhandlers tool and test dependencies
@@ -72,7 +82,9 @@ deps: ## install the system packages the tests need (PostgreSQL server)
 
 # ---- the two commands of the README ----
 .PHONY: render
-render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache)
+render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache, the schema's lists and docs/rules.md from chart/lifecycle.yaml)
+	$(PY) -m generator.lifecycle
+	$(PY) -m generator.refdocs
 	$(PY) -m generator.precompute
 	$(JH) render
 
@@ -104,6 +116,8 @@ lint: tools ## helm lint --strict every values example
 .PHONY: test
 test: tools venv deps ## unit, render, generated and workload tests, plus freshness checks
 	$(JH) render --check
+	$(PY) -m generator.lifecycle --check
+	$(PY) -m generator.refdocs --check
 	$(PY) -m generator.precompute --check
 	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check

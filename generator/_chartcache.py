@@ -2,8 +2,8 @@
 values.schema.json (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:a23955a9-20111:b460154a-65952'
-DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain']}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None}}}
+CHART_KEY = 'crc32:55582b7e-24379:2171ed10-77549'
+DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain'], 'postMigrate': None}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}, 'postDeploy': {'hookWeight': 5, 'gitOps': None, 'env': [], 'waitForRollout': {'timeoutSeconds': None, 'intervalSeconds': 2, 'image': None, 'command': None}}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': []}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}}}}
 
 
 class JsonSchemaValueException(ValueError):
@@ -42,7 +42,7 @@ def validate(data, custom_formats={}, name_prefix=None):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
-        data__missing_keys = set(['image', 'commands', 'database', 'migration', 'waitForMigrations', 'heartbeat', 'readiness', 'liveness', 'startupProbe', 'drain', 'podSecurityContext', 'containerSecurityContext', 'serviceAccount', 'service', 'helmTest']) - data.keys()
+        data__missing_keys = set(['image', 'commands', 'database', 'migration', 'waitForMigrations', 'heartbeat', 'readiness', 'liveness', 'startupProbe', 'drain', 'podSecurityContext', 'containerSecurityContext', 'networkPolicy', 'serviceAccount', 'service', 'helmTest']) - data.keys()
         if data__missing_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
         data_keys = set(data.keys())
@@ -266,6 +266,23 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__commands__downgrade_item_len = len(data__commands__downgrade_item)
                                 if data__commands__downgrade_item_len < 1:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.downgrade[{data__commands__downgrade_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
+                if "postMigrate" in data__commands_keys:
+                    data__commands_keys.remove("postMigrate")
+                    data__commands__postMigrate = data__commands["postMigrate"]
+                    if not isinstance(data__commands__postMigrate, (list, tuple, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate must be array or null")
+                    data__commands__postMigrate_is_list = isinstance(data__commands__postMigrate, (list, tuple))
+                    if data__commands__postMigrate_is_list:
+                        data__commands__postMigrate_len = len(data__commands__postMigrate)
+                        if data__commands__postMigrate_len < 1:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate must contain at least 1 items")
+                        for data__commands__postMigrate_x, data__commands__postMigrate_item in enumerate(data__commands__postMigrate):
+                            if not isinstance(data__commands__postMigrate_item, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate[{data__commands__postMigrate_x}]".format(**locals()) + " must be string")
+                            if isinstance(data__commands__postMigrate_item, str):
+                                data__commands__postMigrate_item_len = len(data__commands__postMigrate_item)
+                                if data__commands__postMigrate_item_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands.postMigrate[{data__commands__postMigrate_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
                 if data__commands_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".commands must not contain "+str(data__commands_keys)+" properties")
         if "database" in data_keys:
@@ -569,6 +586,106 @@ def validate(data, custom_formats={}, name_prefix=None):
                     data__migration__onRollback = data__migration["onRollback"]
                     if data__migration__onRollback not in ['none', 'downgrade']:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.onRollback must be one of ['none', 'downgrade']")
+                if "postDeploy" in data__migration_keys:
+                    data__migration_keys.remove("postDeploy")
+                    data__migration__postDeploy = data__migration["postDeploy"]
+                    if not isinstance(data__migration__postDeploy, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy must be object")
+                    data__migration__postDeploy_is_dict = isinstance(data__migration__postDeploy, dict)
+                    if data__migration__postDeploy_is_dict:
+                        data__migration__postDeploy_keys = set(data__migration__postDeploy.keys())
+                        if "hookWeight" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("hookWeight")
+                            data__migration__postDeploy__hookWeight = data__migration__postDeploy["hookWeight"]
+                            if not isinstance(data__migration__postDeploy__hookWeight, (int)) and not (isinstance(data__migration__postDeploy__hookWeight, float) and data__migration__postDeploy__hookWeight.is_integer()) or isinstance(data__migration__postDeploy__hookWeight, bool):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.hookWeight must be integer")
+                        if "gitOps" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("gitOps")
+                            data__migration__postDeploy__gitOps = data__migration__postDeploy["gitOps"]
+                            if not isinstance(data__migration__postDeploy__gitOps, (str, NoneType)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.gitOps must be string or null")
+                            if data__migration__postDeploy__gitOps not in ['argocd', 'plain', None]:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.gitOps must be one of ['argocd', 'plain', None]")
+                        if "env" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("env")
+                            data__migration__postDeploy__env = data__migration__postDeploy["env"]
+                            if not isinstance(data__migration__postDeploy__env, (list, tuple)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env must be array")
+                            data__migration__postDeploy__env_is_list = isinstance(data__migration__postDeploy__env, (list, tuple))
+                            if data__migration__postDeploy__env_is_list:
+                                data__migration__postDeploy__env_len = len(data__migration__postDeploy__env)
+                                for data__migration__postDeploy__env_x, data__migration__postDeploy__env_item in enumerate(data__migration__postDeploy__env):
+                                    if not isinstance(data__migration__postDeploy__env_item, (dict)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}]".format(**locals()) + " must be object")
+                                    data__migration__postDeploy__env_item_is_dict = isinstance(data__migration__postDeploy__env_item, dict)
+                                    if data__migration__postDeploy__env_item_is_dict:
+                                        data__migration__postDeploy__env_item__missing_keys = set(['name']) - data__migration__postDeploy__env_item.keys()
+                                        if data__migration__postDeploy__env_item__missing_keys:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}]".format(**locals()) + " must contain ")
+                                        data__migration__postDeploy__env_item_keys = set(data__migration__postDeploy__env_item.keys())
+                                        if "name" in data__migration__postDeploy__env_item_keys:
+                                            data__migration__postDeploy__env_item_keys.remove("name")
+                                            data__migration__postDeploy__env_item__name = data__migration__postDeploy__env_item["name"]
+                                            if not isinstance(data__migration__postDeploy__env_item__name, (str)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}].name".format(**locals()) + " must be string")
+                                            if isinstance(data__migration__postDeploy__env_item__name, str):
+                                                data__migration__postDeploy__env_item__name_len = len(data__migration__postDeploy__env_item__name)
+                                                if data__migration__postDeploy__env_item__name_len < 1:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                        if "waitForRollout" in data__migration__postDeploy_keys:
+                            data__migration__postDeploy_keys.remove("waitForRollout")
+                            data__migration__postDeploy__waitForRollout = data__migration__postDeploy["waitForRollout"]
+                            if not isinstance(data__migration__postDeploy__waitForRollout, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout must be object")
+                            data__migration__postDeploy__waitForRollout_is_dict = isinstance(data__migration__postDeploy__waitForRollout, dict)
+                            if data__migration__postDeploy__waitForRollout_is_dict:
+                                data__migration__postDeploy__waitForRollout_keys = set(data__migration__postDeploy__waitForRollout.keys())
+                                if "timeoutSeconds" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("timeoutSeconds")
+                                    data__migration__postDeploy__waitForRollout__timeoutSeconds = data__migration__postDeploy__waitForRollout["timeoutSeconds"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, (int, NoneType)) and not (isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, float) and data__migration__postDeploy__waitForRollout__timeoutSeconds.is_integer()) or isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, bool):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.timeoutSeconds must be integer or null")
+                                    if isinstance(data__migration__postDeploy__waitForRollout__timeoutSeconds, (int, float, Decimal)):
+                                        if data__migration__postDeploy__waitForRollout__timeoutSeconds < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.timeoutSeconds must be bigger than or equal to 1")
+                                if "intervalSeconds" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("intervalSeconds")
+                                    data__migration__postDeploy__waitForRollout__intervalSeconds = data__migration__postDeploy__waitForRollout["intervalSeconds"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, (int)) and not (isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, float) and data__migration__postDeploy__waitForRollout__intervalSeconds.is_integer()) or isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, bool):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.intervalSeconds must be integer")
+                                    if isinstance(data__migration__postDeploy__waitForRollout__intervalSeconds, (int, float, Decimal)):
+                                        if data__migration__postDeploy__waitForRollout__intervalSeconds < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.intervalSeconds must be bigger than or equal to 1")
+                                if "image" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("image")
+                                    data__migration__postDeploy__waitForRollout__image = data__migration__postDeploy__waitForRollout["image"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__image, (str, NoneType)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.image must be string or null")
+                                    if isinstance(data__migration__postDeploy__waitForRollout__image, str):
+                                        data__migration__postDeploy__waitForRollout__image_len = len(data__migration__postDeploy__waitForRollout__image)
+                                        if data__migration__postDeploy__waitForRollout__image_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.image must be longer than or equal to 1 characters")
+                                if "command" in data__migration__postDeploy__waitForRollout_keys:
+                                    data__migration__postDeploy__waitForRollout_keys.remove("command")
+                                    data__migration__postDeploy__waitForRollout__command = data__migration__postDeploy__waitForRollout["command"]
+                                    if not isinstance(data__migration__postDeploy__waitForRollout__command, (list, tuple, NoneType)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command must be array or null")
+                                    data__migration__postDeploy__waitForRollout__command_is_list = isinstance(data__migration__postDeploy__waitForRollout__command, (list, tuple))
+                                    if data__migration__postDeploy__waitForRollout__command_is_list:
+                                        data__migration__postDeploy__waitForRollout__command_len = len(data__migration__postDeploy__waitForRollout__command)
+                                        if data__migration__postDeploy__waitForRollout__command_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command must contain at least 1 items")
+                                        for data__migration__postDeploy__waitForRollout__command_x, data__migration__postDeploy__waitForRollout__command_item in enumerate(data__migration__postDeploy__waitForRollout__command):
+                                            if not isinstance(data__migration__postDeploy__waitForRollout__command_item, (str)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command[{data__migration__postDeploy__waitForRollout__command_x}]".format(**locals()) + " must be string")
+                                            if isinstance(data__migration__postDeploy__waitForRollout__command_item, str):
+                                                data__migration__postDeploy__waitForRollout__command_item_len = len(data__migration__postDeploy__waitForRollout__command_item)
+                                                if data__migration__postDeploy__waitForRollout__command_item_len < 1:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout.command[{data__migration__postDeploy__waitForRollout__command_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
+                                if data__migration__postDeploy__waitForRollout_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.waitForRollout must not contain "+str(data__migration__postDeploy__waitForRollout_keys)+" properties")
+                        if data__migration__postDeploy_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy must not contain "+str(data__migration__postDeploy_keys)+" properties")
                 if data__migration_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration must not contain "+str(data__migration_keys)+" properties")
         if "waitForMigrations" in data_keys:
@@ -1062,6 +1179,270 @@ def validate(data, custom_formats={}, name_prefix=None):
             data__containerSecurityContext = data["containerSecurityContext"]
             if not isinstance(data__containerSecurityContext, (dict)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".containerSecurityContext must be object")
+        if "networkPolicy" in data_keys:
+            data_keys.remove("networkPolicy")
+            data__networkPolicy = data["networkPolicy"]
+            if not isinstance(data__networkPolicy, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy must be object")
+            data__networkPolicy_is_dict = isinstance(data__networkPolicy, dict)
+            if data__networkPolicy_is_dict:
+                data__networkPolicy_keys = set(data__networkPolicy.keys())
+                if "enabled" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("enabled")
+                    data__networkPolicy__enabled = data__networkPolicy["enabled"]
+                    if not isinstance(data__networkPolicy__enabled, (bool)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.enabled must be boolean")
+                if "allowRelease" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("allowRelease")
+                    data__networkPolicy__allowRelease = data__networkPolicy["allowRelease"]
+                    if not isinstance(data__networkPolicy__allowRelease, (bool)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.allowRelease must be boolean")
+                if "ingress" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("ingress")
+                    data__networkPolicy__ingress = data__networkPolicy["ingress"]
+                    if not isinstance(data__networkPolicy__ingress, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress must be object")
+                    data__networkPolicy__ingress_is_dict = isinstance(data__networkPolicy__ingress, dict)
+                    if data__networkPolicy__ingress_is_dict:
+                        data__networkPolicy__ingress_keys = set(data__networkPolicy__ingress.keys())
+                        if "from" in data__networkPolicy__ingress_keys:
+                            data__networkPolicy__ingress_keys.remove("from")
+                            data__networkPolicy__ingress__from = data__networkPolicy__ingress["from"]
+                            if not isinstance(data__networkPolicy__ingress__from, (list, tuple)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from must be array")
+                            data__networkPolicy__ingress__from_is_list = isinstance(data__networkPolicy__ingress__from, (list, tuple))
+                            if data__networkPolicy__ingress__from_is_list:
+                                data__networkPolicy__ingress__from_len = len(data__networkPolicy__ingress__from)
+                                for data__networkPolicy__ingress__from_x, data__networkPolicy__ingress__from_item in enumerate(data__networkPolicy__ingress__from):
+                                    if not isinstance(data__networkPolicy__ingress__from_item, (dict)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must be object")
+                                    data__networkPolicy__ingress__from_item_is_dict = isinstance(data__networkPolicy__ingress__from_item, dict)
+                                    if data__networkPolicy__ingress__from_item_is_dict:
+                                        data__networkPolicy__ingress__from_item_len = len(data__networkPolicy__ingress__from_item)
+                                        if data__networkPolicy__ingress__from_item_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must contain at least 1 properties")
+                                        data__networkPolicy__ingress__from_item_keys = set(data__networkPolicy__ingress__from_item.keys())
+                                        if "podSelector" in data__networkPolicy__ingress__from_item_keys:
+                                            data__networkPolicy__ingress__from_item_keys.remove("podSelector")
+                                            data__networkPolicy__ingress__from_item__podSelector = data__networkPolicy__ingress__from_item["podSelector"]
+                                            if not isinstance(data__networkPolicy__ingress__from_item__podSelector, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()) + " must be object")
+                                        if "namespaceSelector" in data__networkPolicy__ingress__from_item_keys:
+                                            data__networkPolicy__ingress__from_item_keys.remove("namespaceSelector")
+                                            data__networkPolicy__ingress__from_item__namespaceSelector = data__networkPolicy__ingress__from_item["namespaceSelector"]
+                                            if not isinstance(data__networkPolicy__ingress__from_item__namespaceSelector, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()) + " must be object")
+                                        if "ipBlock" in data__networkPolicy__ingress__from_item_keys:
+                                            data__networkPolicy__ingress__from_item_keys.remove("ipBlock")
+                                            data__networkPolicy__ingress__from_item__ipBlock = data__networkPolicy__ingress__from_item["ipBlock"]
+                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must be object")
+                                            data__networkPolicy__ingress__from_item__ipBlock_is_dict = isinstance(data__networkPolicy__ingress__from_item__ipBlock, dict)
+                                            if data__networkPolicy__ingress__from_item__ipBlock_is_dict:
+                                                data__networkPolicy__ingress__from_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__ingress__from_item__ipBlock.keys()
+                                                if data__networkPolicy__ingress__from_item__ipBlock__missing_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must contain ")
+                                                data__networkPolicy__ingress__from_item__ipBlock_keys = set(data__networkPolicy__ingress__from_item__ipBlock.keys())
+                                                if "cidr" in data__networkPolicy__ingress__from_item__ipBlock_keys:
+                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("cidr")
+                                                    data__networkPolicy__ingress__from_item__ipBlock__cidr = data__networkPolicy__ingress__from_item__ipBlock["cidr"]
+                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__cidr, (str)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.cidr".format(**locals()) + " must be string")
+                                                if "except" in data__networkPolicy__ingress__from_item__ipBlock_keys:
+                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("except")
+                                                    data__networkPolicy__ingress__from_item__ipBlock__except = data__networkPolicy__ingress__from_item__ipBlock["except"]
+                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except".format(**locals()) + " must be array")
+                                                    data__networkPolicy__ingress__from_item__ipBlock__except_is_list = isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple))
+                                                    if data__networkPolicy__ingress__from_item__ipBlock__except_is_list:
+                                                        data__networkPolicy__ingress__from_item__ipBlock__except_len = len(data__networkPolicy__ingress__from_item__ipBlock__except)
+                                                        for data__networkPolicy__ingress__from_item__ipBlock__except_x, data__networkPolicy__ingress__from_item__ipBlock__except_item in enumerate(data__networkPolicy__ingress__from_item__ipBlock__except):
+                                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except_item, (str)):
+                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except[{data__networkPolicy__ingress__from_item__ipBlock__except_x}]".format(**locals()) + " must be string")
+                                                if data__networkPolicy__ingress__from_item__ipBlock_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item__ipBlock_keys)+" properties")
+                                        if data__networkPolicy__ingress__from_item_keys:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item_keys)+" properties")
+                        if data__networkPolicy__ingress_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress must not contain "+str(data__networkPolicy__ingress_keys)+" properties")
+                if "database" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("database")
+                    data__networkPolicy__database = data__networkPolicy["database"]
+                    if not isinstance(data__networkPolicy__database, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database must be object")
+                    data__networkPolicy__database_is_dict = isinstance(data__networkPolicy__database, dict)
+                    if data__networkPolicy__database_is_dict:
+                        data__networkPolicy__database_keys = set(data__networkPolicy__database.keys())
+                        if "to" in data__networkPolicy__database_keys:
+                            data__networkPolicy__database_keys.remove("to")
+                            data__networkPolicy__database__to = data__networkPolicy__database["to"]
+                            if not isinstance(data__networkPolicy__database__to, (list, tuple)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to must be array")
+                            data__networkPolicy__database__to_is_list = isinstance(data__networkPolicy__database__to, (list, tuple))
+                            if data__networkPolicy__database__to_is_list:
+                                data__networkPolicy__database__to_len = len(data__networkPolicy__database__to)
+                                for data__networkPolicy__database__to_x, data__networkPolicy__database__to_item in enumerate(data__networkPolicy__database__to):
+                                    if not isinstance(data__networkPolicy__database__to_item, (dict)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()) + " must be object")
+                                    data__networkPolicy__database__to_item_is_dict = isinstance(data__networkPolicy__database__to_item, dict)
+                                    if data__networkPolicy__database__to_item_is_dict:
+                                        data__networkPolicy__database__to_item_len = len(data__networkPolicy__database__to_item)
+                                        if data__networkPolicy__database__to_item_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()) + " must contain at least 1 properties")
+                                        data__networkPolicy__database__to_item_keys = set(data__networkPolicy__database__to_item.keys())
+                                        if "podSelector" in data__networkPolicy__database__to_item_keys:
+                                            data__networkPolicy__database__to_item_keys.remove("podSelector")
+                                            data__networkPolicy__database__to_item__podSelector = data__networkPolicy__database__to_item["podSelector"]
+                                            if not isinstance(data__networkPolicy__database__to_item__podSelector, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].podSelector".format(**locals()) + " must be object")
+                                        if "namespaceSelector" in data__networkPolicy__database__to_item_keys:
+                                            data__networkPolicy__database__to_item_keys.remove("namespaceSelector")
+                                            data__networkPolicy__database__to_item__namespaceSelector = data__networkPolicy__database__to_item["namespaceSelector"]
+                                            if not isinstance(data__networkPolicy__database__to_item__namespaceSelector, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].namespaceSelector".format(**locals()) + " must be object")
+                                        if "ipBlock" in data__networkPolicy__database__to_item_keys:
+                                            data__networkPolicy__database__to_item_keys.remove("ipBlock")
+                                            data__networkPolicy__database__to_item__ipBlock = data__networkPolicy__database__to_item["ipBlock"]
+                                            if not isinstance(data__networkPolicy__database__to_item__ipBlock, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock".format(**locals()) + " must be object")
+                                            data__networkPolicy__database__to_item__ipBlock_is_dict = isinstance(data__networkPolicy__database__to_item__ipBlock, dict)
+                                            if data__networkPolicy__database__to_item__ipBlock_is_dict:
+                                                data__networkPolicy__database__to_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__database__to_item__ipBlock.keys()
+                                                if data__networkPolicy__database__to_item__ipBlock__missing_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock".format(**locals()) + " must contain ")
+                                                data__networkPolicy__database__to_item__ipBlock_keys = set(data__networkPolicy__database__to_item__ipBlock.keys())
+                                                if "cidr" in data__networkPolicy__database__to_item__ipBlock_keys:
+                                                    data__networkPolicy__database__to_item__ipBlock_keys.remove("cidr")
+                                                    data__networkPolicy__database__to_item__ipBlock__cidr = data__networkPolicy__database__to_item__ipBlock["cidr"]
+                                                    if not isinstance(data__networkPolicy__database__to_item__ipBlock__cidr, (str)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock.cidr".format(**locals()) + " must be string")
+                                                if "except" in data__networkPolicy__database__to_item__ipBlock_keys:
+                                                    data__networkPolicy__database__to_item__ipBlock_keys.remove("except")
+                                                    data__networkPolicy__database__to_item__ipBlock__except = data__networkPolicy__database__to_item__ipBlock["except"]
+                                                    if not isinstance(data__networkPolicy__database__to_item__ipBlock__except, (list, tuple)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock.except".format(**locals()) + " must be array")
+                                                    data__networkPolicy__database__to_item__ipBlock__except_is_list = isinstance(data__networkPolicy__database__to_item__ipBlock__except, (list, tuple))
+                                                    if data__networkPolicy__database__to_item__ipBlock__except_is_list:
+                                                        data__networkPolicy__database__to_item__ipBlock__except_len = len(data__networkPolicy__database__to_item__ipBlock__except)
+                                                        for data__networkPolicy__database__to_item__ipBlock__except_x, data__networkPolicy__database__to_item__ipBlock__except_item in enumerate(data__networkPolicy__database__to_item__ipBlock__except):
+                                                            if not isinstance(data__networkPolicy__database__to_item__ipBlock__except_item, (str)):
+                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock.except[{data__networkPolicy__database__to_item__ipBlock__except_x}]".format(**locals()) + " must be string")
+                                                if data__networkPolicy__database__to_item__ipBlock_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__database__to_item__ipBlock_keys)+" properties")
+                                        if data__networkPolicy__database__to_item_keys:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__database__to_item_keys)+" properties")
+                        if data__networkPolicy__database_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database must not contain "+str(data__networkPolicy__database_keys)+" properties")
+                if "dns" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("dns")
+                    data__networkPolicy__dns = data__networkPolicy["dns"]
+                    if not isinstance(data__networkPolicy__dns, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns must be object")
+                    data__networkPolicy__dns_is_dict = isinstance(data__networkPolicy__dns, dict)
+                    if data__networkPolicy__dns_is_dict:
+                        data__networkPolicy__dns_keys = set(data__networkPolicy__dns.keys())
+                        if "enabled" in data__networkPolicy__dns_keys:
+                            data__networkPolicy__dns_keys.remove("enabled")
+                            data__networkPolicy__dns__enabled = data__networkPolicy__dns["enabled"]
+                            if not isinstance(data__networkPolicy__dns__enabled, (bool)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.enabled must be boolean")
+                        if "to" in data__networkPolicy__dns_keys:
+                            data__networkPolicy__dns_keys.remove("to")
+                            data__networkPolicy__dns__to = data__networkPolicy__dns["to"]
+                            data__networkPolicy__dns__to_any_of_count2 = 0
+                            if not data__networkPolicy__dns__to_any_of_count2:
+                                try:
+                                    if not isinstance(data__networkPolicy__dns__to, (list, tuple)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to must be array")
+                                    data__networkPolicy__dns__to_is_list = isinstance(data__networkPolicy__dns__to, (list, tuple))
+                                    if data__networkPolicy__dns__to_is_list:
+                                        data__networkPolicy__dns__to_len = len(data__networkPolicy__dns__to)
+                                        for data__networkPolicy__dns__to_x, data__networkPolicy__dns__to_item in enumerate(data__networkPolicy__dns__to):
+                                            if not isinstance(data__networkPolicy__dns__to_item, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must be object")
+                                            data__networkPolicy__dns__to_item_is_dict = isinstance(data__networkPolicy__dns__to_item, dict)
+                                            if data__networkPolicy__dns__to_item_is_dict:
+                                                data__networkPolicy__dns__to_item_len = len(data__networkPolicy__dns__to_item)
+                                                if data__networkPolicy__dns__to_item_len < 1:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must contain at least 1 properties")
+                                                data__networkPolicy__dns__to_item_keys = set(data__networkPolicy__dns__to_item.keys())
+                                                if "podSelector" in data__networkPolicy__dns__to_item_keys:
+                                                    data__networkPolicy__dns__to_item_keys.remove("podSelector")
+                                                    data__networkPolicy__dns__to_item__podSelector = data__networkPolicy__dns__to_item["podSelector"]
+                                                    if not isinstance(data__networkPolicy__dns__to_item__podSelector, (dict)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].podSelector".format(**locals()) + " must be object")
+                                                if "namespaceSelector" in data__networkPolicy__dns__to_item_keys:
+                                                    data__networkPolicy__dns__to_item_keys.remove("namespaceSelector")
+                                                    data__networkPolicy__dns__to_item__namespaceSelector = data__networkPolicy__dns__to_item["namespaceSelector"]
+                                                    if not isinstance(data__networkPolicy__dns__to_item__namespaceSelector, (dict)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].namespaceSelector".format(**locals()) + " must be object")
+                                                if "ipBlock" in data__networkPolicy__dns__to_item_keys:
+                                                    data__networkPolicy__dns__to_item_keys.remove("ipBlock")
+                                                    data__networkPolicy__dns__to_item__ipBlock = data__networkPolicy__dns__to_item["ipBlock"]
+                                                    if not isinstance(data__networkPolicy__dns__to_item__ipBlock, (dict)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must be object")
+                                                    data__networkPolicy__dns__to_item__ipBlock_is_dict = isinstance(data__networkPolicy__dns__to_item__ipBlock, dict)
+                                                    if data__networkPolicy__dns__to_item__ipBlock_is_dict:
+                                                        data__networkPolicy__dns__to_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__dns__to_item__ipBlock.keys()
+                                                        if data__networkPolicy__dns__to_item__ipBlock__missing_keys:
+                                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must contain ")
+                                                        data__networkPolicy__dns__to_item__ipBlock_keys = set(data__networkPolicy__dns__to_item__ipBlock.keys())
+                                                        if "cidr" in data__networkPolicy__dns__to_item__ipBlock_keys:
+                                                            data__networkPolicy__dns__to_item__ipBlock_keys.remove("cidr")
+                                                            data__networkPolicy__dns__to_item__ipBlock__cidr = data__networkPolicy__dns__to_item__ipBlock["cidr"]
+                                                            if not isinstance(data__networkPolicy__dns__to_item__ipBlock__cidr, (str)):
+                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock.cidr".format(**locals()) + " must be string")
+                                                        if "except" in data__networkPolicy__dns__to_item__ipBlock_keys:
+                                                            data__networkPolicy__dns__to_item__ipBlock_keys.remove("except")
+                                                            data__networkPolicy__dns__to_item__ipBlock__except = data__networkPolicy__dns__to_item__ipBlock["except"]
+                                                            if not isinstance(data__networkPolicy__dns__to_item__ipBlock__except, (list, tuple)):
+                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock.except".format(**locals()) + " must be array")
+                                                            data__networkPolicy__dns__to_item__ipBlock__except_is_list = isinstance(data__networkPolicy__dns__to_item__ipBlock__except, (list, tuple))
+                                                            if data__networkPolicy__dns__to_item__ipBlock__except_is_list:
+                                                                data__networkPolicy__dns__to_item__ipBlock__except_len = len(data__networkPolicy__dns__to_item__ipBlock__except)
+                                                                for data__networkPolicy__dns__to_item__ipBlock__except_x, data__networkPolicy__dns__to_item__ipBlock__except_item in enumerate(data__networkPolicy__dns__to_item__ipBlock__except):
+                                                                    if not isinstance(data__networkPolicy__dns__to_item__ipBlock__except_item, (str)):
+                                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock.except[{data__networkPolicy__dns__to_item__ipBlock__except_x}]".format(**locals()) + " must be string")
+                                                        if data__networkPolicy__dns__to_item__ipBlock_keys:
+                                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__dns__to_item__ipBlock_keys)+" properties")
+                                                if data__networkPolicy__dns__to_item_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__dns__to_item_keys)+" properties")
+                                    data__networkPolicy__dns__to_any_of_count2 += 1
+                                except JsonSchemaValueException: pass
+                            if not data__networkPolicy__dns__to_any_of_count2:
+                                try:
+                                    if not isinstance(data__networkPolicy__dns__to, (NoneType)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to must be null")
+                                    data__networkPolicy__dns__to_any_of_count2 += 1
+                                except JsonSchemaValueException: pass
+                            if not data__networkPolicy__dns__to_any_of_count2:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to cannot be validated by any definition")
+                        if data__networkPolicy__dns_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns must not contain "+str(data__networkPolicy__dns_keys)+" properties")
+                if "extraIngress" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("extraIngress")
+                    data__networkPolicy__extraIngress = data__networkPolicy["extraIngress"]
+                    if not isinstance(data__networkPolicy__extraIngress, (list, tuple)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraIngress must be array")
+                    data__networkPolicy__extraIngress_is_list = isinstance(data__networkPolicy__extraIngress, (list, tuple))
+                    if data__networkPolicy__extraIngress_is_list:
+                        data__networkPolicy__extraIngress_len = len(data__networkPolicy__extraIngress)
+                        for data__networkPolicy__extraIngress_x, data__networkPolicy__extraIngress_item in enumerate(data__networkPolicy__extraIngress):
+                            if not isinstance(data__networkPolicy__extraIngress_item, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraIngress[{data__networkPolicy__extraIngress_x}]".format(**locals()) + " must be object")
+                if "extraEgress" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("extraEgress")
+                    data__networkPolicy__extraEgress = data__networkPolicy["extraEgress"]
+                    if not isinstance(data__networkPolicy__extraEgress, (list, tuple)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraEgress must be array")
+                    data__networkPolicy__extraEgress_is_list = isinstance(data__networkPolicy__extraEgress, (list, tuple))
+                    if data__networkPolicy__extraEgress_is_list:
+                        data__networkPolicy__extraEgress_len = len(data__networkPolicy__extraEgress)
+                        for data__networkPolicy__extraEgress_x, data__networkPolicy__extraEgress_item in enumerate(data__networkPolicy__extraEgress):
+                            if not isinstance(data__networkPolicy__extraEgress_item, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraEgress[{data__networkPolicy__extraEgress_x}]".format(**locals()) + " must be object")
+                if data__networkPolicy_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy must not contain "+str(data__networkPolicy_keys)+" properties")
         if "serviceAccount" in data_keys:
             data_keys.remove("serviceAccount")
             data__serviceAccount = data["serviceAccount"]
@@ -1137,19 +1518,19 @@ def validate(data, custom_formats={}, name_prefix=None):
                 for data__handlers_key in data__handlers_keys:
                     if data__handlers_key not in []:
                         data__handlers_value = data__handlers.get(data__handlers_key)
-                        data__handlers_value_any_of_count2 = 0
-                        if not data__handlers_value_any_of_count2:
+                        data__handlers_value_any_of_count3 = 0
+                        if not data__handlers_value_any_of_count3:
                             try:
                                 validate___definitions_role(data__handlers_value, custom_formats, (name_prefix or "data") + ".handlers.{data__handlers_key}".format(**locals()))
-                                data__handlers_value_any_of_count2 += 1
+                                data__handlers_value_any_of_count3 += 1
                             except JsonSchemaValueException: pass
-                        if not data__handlers_value_any_of_count2:
+                        if not data__handlers_value_any_of_count3:
                             try:
                                 if not isinstance(data__handlers_value, (NoneType)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".handlers.{data__handlers_key}".format(**locals()) + " must be null")
-                                data__handlers_value_any_of_count2 += 1
+                                data__handlers_value_any_of_count3 += 1
                             except JsonSchemaValueException: pass
-                        if not data__handlers_value_any_of_count2:
+                        if not data__handlers_value_any_of_count3:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".handlers.{data__handlers_key}".format(**locals()) + " cannot be validated by any definition")
                 data__handlers_len = len(data__handlers)
                 if data__handlers_len != 0:
@@ -1586,26 +1967,26 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                 if "maxUnavailable" in data__pdb_keys:
                     data__pdb_keys.remove("maxUnavailable")
                     data__pdb__maxUnavailable = data__pdb["maxUnavailable"]
-                    data__pdb__maxUnavailable_any_of_count3 = 0
-                    if not data__pdb__maxUnavailable_any_of_count3:
+                    data__pdb__maxUnavailable_any_of_count4 = 0
+                    if not data__pdb__maxUnavailable_any_of_count4:
                         try:
                             if not isinstance(data__pdb__maxUnavailable, (int)) and not (isinstance(data__pdb__maxUnavailable, float) and data__pdb__maxUnavailable.is_integer()) or isinstance(data__pdb__maxUnavailable, bool):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be integer")
                             if isinstance(data__pdb__maxUnavailable, (int, float, Decimal)):
                                 if data__pdb__maxUnavailable < 0:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be bigger than or equal to 0")
-                            data__pdb__maxUnavailable_any_of_count3 += 1
+                            data__pdb__maxUnavailable_any_of_count4 += 1
                         except JsonSchemaValueException: pass
-                    if not data__pdb__maxUnavailable_any_of_count3:
+                    if not data__pdb__maxUnavailable_any_of_count4:
                         try:
                             if not isinstance(data__pdb__maxUnavailable, (str)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be string")
                             if isinstance(data__pdb__maxUnavailable, str):
                                 if not REGEX_PATTERNS['^[0-9]+%$'].search(data__pdb__maxUnavailable):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must match pattern ^[0-9]+%$")
-                            data__pdb__maxUnavailable_any_of_count3 += 1
+                            data__pdb__maxUnavailable_any_of_count4 += 1
                         except JsonSchemaValueException: pass
-                    if not data__pdb__maxUnavailable_any_of_count3:
+                    if not data__pdb__maxUnavailable_any_of_count4:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable cannot be validated by any definition")
                 if "unhealthyPodEvictionPolicy" in data__pdb_keys:
                     data__pdb_keys.remove("unhealthyPodEvictionPolicy")
@@ -1708,50 +2089,50 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         if "maxSurge" in data__strategy__rollingUpdate_keys:
                             data__strategy__rollingUpdate_keys.remove("maxSurge")
                             data__strategy__rollingUpdate__maxSurge = data__strategy__rollingUpdate["maxSurge"]
-                            data__strategy__rollingUpdate__maxSurge_any_of_count4 = 0
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count4:
+                            data__strategy__rollingUpdate__maxSurge_any_of_count5 = 0
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count5:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxSurge, (int)) and not (isinstance(data__strategy__rollingUpdate__maxSurge, float) and data__strategy__rollingUpdate__maxSurge.is_integer()) or isinstance(data__strategy__rollingUpdate__maxSurge, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be integer")
                                     if isinstance(data__strategy__rollingUpdate__maxSurge, (int, float, Decimal)):
                                         if data__strategy__rollingUpdate__maxSurge < 0:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be bigger than or equal to 0")
-                                    data__strategy__rollingUpdate__maxSurge_any_of_count4 += 1
+                                    data__strategy__rollingUpdate__maxSurge_any_of_count5 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count4:
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count5:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxSurge, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be string")
                                     if isinstance(data__strategy__rollingUpdate__maxSurge, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__strategy__rollingUpdate__maxSurge):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must match pattern ^[0-9]+%$")
-                                    data__strategy__rollingUpdate__maxSurge_any_of_count4 += 1
+                                    data__strategy__rollingUpdate__maxSurge_any_of_count5 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count4:
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count5:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge cannot be validated by any definition")
                         if "maxUnavailable" in data__strategy__rollingUpdate_keys:
                             data__strategy__rollingUpdate_keys.remove("maxUnavailable")
                             data__strategy__rollingUpdate__maxUnavailable = data__strategy__rollingUpdate["maxUnavailable"]
-                            data__strategy__rollingUpdate__maxUnavailable_any_of_count5 = 0
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count5:
+                            data__strategy__rollingUpdate__maxUnavailable_any_of_count6 = 0
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count6:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__strategy__rollingUpdate__maxUnavailable, float) and data__strategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__strategy__rollingUpdate__maxUnavailable, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be integer")
                                     if isinstance(data__strategy__rollingUpdate__maxUnavailable, (int, float, Decimal)):
                                         if data__strategy__rollingUpdate__maxUnavailable < 0:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be bigger than or equal to 0")
-                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count5 += 1
+                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count5:
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count6:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxUnavailable, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be string")
                                     if isinstance(data__strategy__rollingUpdate__maxUnavailable, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__strategy__rollingUpdate__maxUnavailable):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
-                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count5 += 1
+                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count5:
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count6:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
                         if data__strategy__rollingUpdate_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate must not contain "+str(data__strategy__rollingUpdate_keys)+" properties")
@@ -1794,26 +2175,26 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         if "maxUnavailable" in data__updateStrategy__rollingUpdate_keys:
                             data__updateStrategy__rollingUpdate_keys.remove("maxUnavailable")
                             data__updateStrategy__rollingUpdate__maxUnavailable = data__updateStrategy__rollingUpdate["maxUnavailable"]
-                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6 = 0
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6:
+                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7 = 0
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7:
                                 try:
                                     if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, float) and data__updateStrategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be integer")
                                     if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int, float, Decimal)):
                                         if data__updateStrategy__rollingUpdate__maxUnavailable < 1:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be bigger than or equal to 1")
-                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6:
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7:
                                 try:
                                     if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be string")
                                     if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__updateStrategy__rollingUpdate__maxUnavailable):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
-                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count6:
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
                         if data__updateStrategy__rollingUpdate_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate must not contain "+str(data__updateStrategy__rollingUpdate_keys)+" properties")
@@ -1944,6 +2325,106 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
             data__safeToEvict = data["safeToEvict"]
             if not isinstance(data__safeToEvict, (bool, NoneType)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".safeToEvict must be boolean or null")
+        if "networkPolicy" in data_keys:
+            data_keys.remove("networkPolicy")
+            data__networkPolicy = data["networkPolicy"]
+            if not isinstance(data__networkPolicy, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy must be object")
+            data__networkPolicy_is_dict = isinstance(data__networkPolicy, dict)
+            if data__networkPolicy_is_dict:
+                data__networkPolicy_keys = set(data__networkPolicy.keys())
+                if "ingress" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("ingress")
+                    data__networkPolicy__ingress = data__networkPolicy["ingress"]
+                    if not isinstance(data__networkPolicy__ingress, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress must be object")
+                    data__networkPolicy__ingress_is_dict = isinstance(data__networkPolicy__ingress, dict)
+                    if data__networkPolicy__ingress_is_dict:
+                        data__networkPolicy__ingress_keys = set(data__networkPolicy__ingress.keys())
+                        if "from" in data__networkPolicy__ingress_keys:
+                            data__networkPolicy__ingress_keys.remove("from")
+                            data__networkPolicy__ingress__from = data__networkPolicy__ingress["from"]
+                            if not isinstance(data__networkPolicy__ingress__from, (list, tuple)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from must be array")
+                            data__networkPolicy__ingress__from_is_list = isinstance(data__networkPolicy__ingress__from, (list, tuple))
+                            if data__networkPolicy__ingress__from_is_list:
+                                data__networkPolicy__ingress__from_len = len(data__networkPolicy__ingress__from)
+                                for data__networkPolicy__ingress__from_x, data__networkPolicy__ingress__from_item in enumerate(data__networkPolicy__ingress__from):
+                                    if not isinstance(data__networkPolicy__ingress__from_item, (dict)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must be object")
+                                    data__networkPolicy__ingress__from_item_is_dict = isinstance(data__networkPolicy__ingress__from_item, dict)
+                                    if data__networkPolicy__ingress__from_item_is_dict:
+                                        data__networkPolicy__ingress__from_item_len = len(data__networkPolicy__ingress__from_item)
+                                        if data__networkPolicy__ingress__from_item_len < 1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must contain at least 1 properties")
+                                        data__networkPolicy__ingress__from_item_keys = set(data__networkPolicy__ingress__from_item.keys())
+                                        if "podSelector" in data__networkPolicy__ingress__from_item_keys:
+                                            data__networkPolicy__ingress__from_item_keys.remove("podSelector")
+                                            data__networkPolicy__ingress__from_item__podSelector = data__networkPolicy__ingress__from_item["podSelector"]
+                                            if not isinstance(data__networkPolicy__ingress__from_item__podSelector, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()) + " must be object")
+                                        if "namespaceSelector" in data__networkPolicy__ingress__from_item_keys:
+                                            data__networkPolicy__ingress__from_item_keys.remove("namespaceSelector")
+                                            data__networkPolicy__ingress__from_item__namespaceSelector = data__networkPolicy__ingress__from_item["namespaceSelector"]
+                                            if not isinstance(data__networkPolicy__ingress__from_item__namespaceSelector, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()) + " must be object")
+                                        if "ipBlock" in data__networkPolicy__ingress__from_item_keys:
+                                            data__networkPolicy__ingress__from_item_keys.remove("ipBlock")
+                                            data__networkPolicy__ingress__from_item__ipBlock = data__networkPolicy__ingress__from_item["ipBlock"]
+                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock, (dict)):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must be object")
+                                            data__networkPolicy__ingress__from_item__ipBlock_is_dict = isinstance(data__networkPolicy__ingress__from_item__ipBlock, dict)
+                                            if data__networkPolicy__ingress__from_item__ipBlock_is_dict:
+                                                data__networkPolicy__ingress__from_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__ingress__from_item__ipBlock.keys()
+                                                if data__networkPolicy__ingress__from_item__ipBlock__missing_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must contain ")
+                                                data__networkPolicy__ingress__from_item__ipBlock_keys = set(data__networkPolicy__ingress__from_item__ipBlock.keys())
+                                                if "cidr" in data__networkPolicy__ingress__from_item__ipBlock_keys:
+                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("cidr")
+                                                    data__networkPolicy__ingress__from_item__ipBlock__cidr = data__networkPolicy__ingress__from_item__ipBlock["cidr"]
+                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__cidr, (str)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.cidr".format(**locals()) + " must be string")
+                                                if "except" in data__networkPolicy__ingress__from_item__ipBlock_keys:
+                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("except")
+                                                    data__networkPolicy__ingress__from_item__ipBlock__except = data__networkPolicy__ingress__from_item__ipBlock["except"]
+                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple)):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except".format(**locals()) + " must be array")
+                                                    data__networkPolicy__ingress__from_item__ipBlock__except_is_list = isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple))
+                                                    if data__networkPolicy__ingress__from_item__ipBlock__except_is_list:
+                                                        data__networkPolicy__ingress__from_item__ipBlock__except_len = len(data__networkPolicy__ingress__from_item__ipBlock__except)
+                                                        for data__networkPolicy__ingress__from_item__ipBlock__except_x, data__networkPolicy__ingress__from_item__ipBlock__except_item in enumerate(data__networkPolicy__ingress__from_item__ipBlock__except):
+                                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except_item, (str)):
+                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except[{data__networkPolicy__ingress__from_item__ipBlock__except_x}]".format(**locals()) + " must be string")
+                                                if data__networkPolicy__ingress__from_item__ipBlock_keys:
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item__ipBlock_keys)+" properties")
+                                        if data__networkPolicy__ingress__from_item_keys:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item_keys)+" properties")
+                        if data__networkPolicy__ingress_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress must not contain "+str(data__networkPolicy__ingress_keys)+" properties")
+                if "extraIngress" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("extraIngress")
+                    data__networkPolicy__extraIngress = data__networkPolicy["extraIngress"]
+                    if not isinstance(data__networkPolicy__extraIngress, (list, tuple)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraIngress must be array")
+                    data__networkPolicy__extraIngress_is_list = isinstance(data__networkPolicy__extraIngress, (list, tuple))
+                    if data__networkPolicy__extraIngress_is_list:
+                        data__networkPolicy__extraIngress_len = len(data__networkPolicy__extraIngress)
+                        for data__networkPolicy__extraIngress_x, data__networkPolicy__extraIngress_item in enumerate(data__networkPolicy__extraIngress):
+                            if not isinstance(data__networkPolicy__extraIngress_item, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraIngress[{data__networkPolicy__extraIngress_x}]".format(**locals()) + " must be object")
+                if "extraEgress" in data__networkPolicy_keys:
+                    data__networkPolicy_keys.remove("extraEgress")
+                    data__networkPolicy__extraEgress = data__networkPolicy["extraEgress"]
+                    if not isinstance(data__networkPolicy__extraEgress, (list, tuple)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraEgress must be array")
+                    data__networkPolicy__extraEgress_is_list = isinstance(data__networkPolicy__extraEgress, (list, tuple))
+                    if data__networkPolicy__extraEgress_is_list:
+                        data__networkPolicy__extraEgress_len = len(data__networkPolicy__extraEgress)
+                        for data__networkPolicy__extraEgress_x, data__networkPolicy__extraEgress_item in enumerate(data__networkPolicy__extraEgress):
+                            if not isinstance(data__networkPolicy__extraEgress_item, (dict)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.extraEgress[{data__networkPolicy__extraEgress_x}]".format(**locals()) + " must be object")
+                if data__networkPolicy_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy must not contain "+str(data__networkPolicy_keys)+" properties")
         if data_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
@@ -2145,8 +2626,8 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count7 = 0
-            if not data__port_any_of_count7:
+            data__port_any_of_count8 = 0
+            if not data__port_any_of_count8:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -2155,18 +2636,18 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count7 += 1
+                    data__port_any_of_count8 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count7:
+            if not data__port_any_of_count8:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count7 += 1
+                    data__port_any_of_count8 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count7:
+            if not data__port_any_of_count8:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -2194,8 +2675,8 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count8 = 0
-            if not data__port_any_of_count8:
+            data__port_any_of_count9 = 0
+            if not data__port_any_of_count9:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -2204,18 +2685,18 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count8 += 1
+                    data__port_any_of_count9 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count8:
+            if not data__port_any_of_count9:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count8 += 1
+                    data__port_any_of_count9 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count8:
+            if not data__port_any_of_count9:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -2292,98 +2773,98 @@ def validate___definitions_probehandlers_exec(data, custom_formats={}, name_pref
 
 def validate___definitions_oneprobehandler(data, custom_formats={}, name_prefix=None):
     try:
-        data_any_of_count9 = 0
-        if not data_any_of_count9:
+        data_any_of_count10 = 0
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'httpGet']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['grpc', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count9 += 1
+                data_any_of_count10 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count9:
+        if not data_any_of_count10:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " cannot be validated by any definition")
     except JsonSchemaValueException: pass
     else:

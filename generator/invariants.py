@@ -31,7 +31,7 @@ def role_container(deployment: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"no container with JOBHANDLERS_ROLE in Deployment {deployment['metadata']['name']}")
 
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet")
+from .model import WORKLOAD_KINDS  # noqa: E402 - chart/lifecycle.yaml workloadKinds
 
 
 def deployments_by_role(objects: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:

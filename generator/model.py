@@ -13,48 +13,43 @@ from collections import namedtuple
 from fractions import Fraction
 from collections.abc import Mapping
 
+from . import lifecycle as _lc
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
     from typing import Any
 
-# The kube-version matrix every values example is rendered and tested against.
-KUBE_VERSIONS: tuple[str, ...] = ("1.16", "1.17", "1.18", "1.20", "1.25", "1.28", "1.34", "1.37")
-DEFAULT_KUBE_VERSION = "1.34"
-# Probe-level terminationGracePeriodSeconds is honoured from this version on.
-PROBE_GRACE_MIN_VERSION = "1.25"
-# PodDisruptionBudget policy/v1 exists from this version on.
-PDB_V1_MIN_VERSION = "1.21"
-# grpc probes: beta, on by default (GRPCContainerProbe) from 1.24; GA 1.27.
-GRPC_PROBE_MIN_VERSION = "1.24"
-# The native preStop sleep action: beta, on by default (PodLifecycleSleepAction) from 1.30.
-NATIVE_SLEEP_MIN_VERSION = "1.30"
-# lifecycle.stopSignal: alpha (ContainerStopSignals, off by default) from 1.33.
-STOP_SIGNAL_MIN_VERSION = "1.33"
-# Native sidecars (init containers with restartPolicy Always): beta, on by default from 1.29.
-NATIVE_SIDECAR_MIN_VERSION = "1.29"
-# topologySpreadConstraints honoured (EvenPodsSpread beta) from 1.18; matchLabelKeys from 1.27.
-SPREAD_MIN_VERSION = "1.18"
-SPREAD_MATCH_LABEL_KEYS_MIN_VERSION = "1.27"
-# Workload kinds of a role (handlers.<role>.kind); StatefulSet gives stable identities.
-WORKLOAD_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet")
-# The pod label apps.kubernetes.io/pod-index (JOBHANDLERS_ORDINAL): beta, on by default from 1.28.
-ORDINAL_MIN_VERSION = "1.28"
-# StatefulSet rollingUpdate.maxUnavailable: MaxUnavailableStatefulSet on by default from 1.37.
-STS_MAX_UNAVAILABLE_MIN_VERSION = "1.37"
-# A 0-second sleep action: beta, on by default (PodLifecycleSleepActionAllowZero, KEP-4818) from 1.33.
-SLEEP_ZERO_MIN_VERSION = "1.33"
-# PodDisruptionBudget unhealthyPodEvictionPolicy: beta, on by default (KEP-3017) from 1.27; GA 1.31.
-UNHEALTHY_POD_EVICTION_MIN_VERSION = "1.27"
-# Job podReplacementPolicy: beta, on by default (JobPodReplacementPolicy, KEP-3939) from 1.29; GA 1.34.
-POD_REPLACEMENT_POLICY_MIN_VERSION = "1.29"
+# Versions, gates, kinds and fallbacks come from chart/lifecycle.yaml (generator/lifecycle.py),
+# which the chart reads too; see the file for each gate's feature gate, KEP and fallback.
+KUBE_VERSIONS: tuple[str, ...] = tuple(_lc.DATA["kubeVersions"]["matrix"])
+DEFAULT_KUBE_VERSION: str = _lc.DATA["kubeVersions"]["default"]
+PROBE_GRACE_MIN_VERSION = _lc.min_version("probeGrace")
+PDB_V1_MIN_VERSION = _lc.min_version("pdbPolicyV1")
+SECCOMP_FIELD_MIN_VERSION = _lc.min_version("seccompField")
+GRPC_PROBE_MIN_VERSION = _lc.min_version("grpcProbe")
+NATIVE_SLEEP_MIN_VERSION = _lc.min_version("nativeSleep")
+STOP_SIGNAL_MIN_VERSION = _lc.min_version("stopSignal")
+NATIVE_SIDECAR_MIN_VERSION = _lc.min_version("nativeSidecars")
+SPREAD_MIN_VERSION = _lc.min_version("spread")
+SPREAD_MATCH_LABEL_KEYS_MIN_VERSION = _lc.min_version("spreadMatchLabelKeys")
+WORKLOAD_KINDS: tuple[str, ...] = tuple(_lc.DATA["workloadKinds"])
+ORDINAL_MIN_VERSION = _lc.min_version("podIndexLabel")
+STS_MAX_UNAVAILABLE_MIN_VERSION = _lc.min_version("statefulSetMaxUnavailable")
+SLEEP_ZERO_MIN_VERSION = _lc.min_version("sleepZero")
+UNHEALTHY_POD_EVICTION_MIN_VERSION = _lc.min_version("pdbUnhealthyPodEvictionPolicy")
+POD_REPLACEMENT_POLICY_MIN_VERSION = _lc.min_version("jobPodReplacementPolicy")
+# The post-deploy Job's projected API token (kube-root-ca.crt ConfigMap GA 1.21, KEP-1205);
+# below, the ServiceAccount token is automounted (JH038).
+POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION = _lc.min_version("projectedServiceAccountToken")
 # An image tag (the distribution reference grammar); the chart refuses anything else (JH028).
 IMAGE_TAG_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
-PROBE_KINDS: tuple[str, ...] = ("readiness", "liveness", "startup")
-HANDLER_KINDS: tuple[str, ...] = ("exec", "httpGet", "tcpSocket", "grpc", "heartbeat")
-DRAIN_MODES: tuple[str, ...] = ("marker", "signal", "command", "none")
+PROBE_KINDS: tuple[str, ...] = tuple(_lc.DATA["probe"]["kinds"])
+HANDLER_KINDS: tuple[str, ...] = tuple(_lc.DATA["probe"]["handlerKinds"])
+DRAIN_MODES: tuple[str, ...] = tuple(_lc.DATA["drain"]["modes"])
+# What a null drain key means (values.yaml carries the same defaults).
+DRAIN_FALLBACK: dict[str, Any] = dict(_lc.DATA["drain"]["fallback"])
 # Kubernetes' own probe defaults, used where neither the role nor the chart-wide block sets a key.
-PROBE_DEFAULTS = {"periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 1, "successThreshold": 1,
-                  "initialDelaySeconds": 0}
+PROBE_DEFAULTS: dict[str, int] = dict(_lc.DATA["probe"]["defaults"])
 RELEASE_NAME = "demo"
 NAMESPACE = "demo"
 
@@ -114,7 +109,7 @@ def role_grace(values: Mapping[str, Any], role: str) -> Grace:
     spec = values["handlers"][role]
     multiplier = float(drain.get("runtimeMultiplier", 1.0))  # "1.5" from helm --set too
     buffer = int(drain.get("bufferSeconds", 30))
-    pre_stop = int(drain.get("preStopSeconds", 10))
+    pre_stop = int(drain.get("preStopSeconds", DRAIN_FALLBACK["preStopSeconds"]))
     runtime = int(spec["maxJobRuntimeSeconds"])
     explicit = spec.get("terminationGracePeriodSeconds")
     return Grace(
@@ -306,9 +301,10 @@ class Drain(namedtuple("Drain", ['mode', 'signal', 'command', 'stop_signal', 'wa
 def role_drain(values: Mapping[str, Any], role: str) -> Drain:
     """The role's drain settings over the chart-wide drain block."""
     glob, own = _block(values.get("drain")), _block(_role_spec(values, role).get("drain"))
-    merged = {"mode": glob.get("mode") or "marker", "signal": glob.get("signal") or "TSTP",
+    fb = DRAIN_FALLBACK
+    merged = {"mode": glob.get("mode") or fb["mode"], "signal": glob.get("signal") or fb["signal"],
               "command": glob.get("command") or [], "stopSignal": glob.get("stopSignal") or None,
-              "waitForExit": bool(glob.get("waitForExit"))}
+              "waitForExit": bool(glob.get("waitForExit", fb["waitForExit"]))}
     merged.update({k: v for k, v in own.items() if v is not None})
     return Drain(mode=str(merged["mode"]), signal=str(merged["signal"]).removeprefix("SIG"),
                  command=tuple(str(x) for x in merged["command"] or ()),
@@ -319,12 +315,12 @@ def role_drain(values: Mapping[str, Any], role: str) -> Drain:
 def prestop_action(values: Mapping[str, Any], role: str, kube_version: str) -> str | None:
     """What the preStop is: "exec", "sleep" (the native action) or None (no preStop)."""
     drain = role_drain(values, role)
-    pre_stop = int(_block(values.get("drain")).get("preStopSeconds", 10))
+    pre_stop = int(_block(values.get("drain")).get("preStopSeconds", DRAIN_FALLBACK["preStopSeconds"]))
     if drain.mode in ("marker", "signal", "command"):
         return "exec"
     if pre_stop == 0:
         return None
-    native = _block(values.get("drain")).get("nativeSleep", True)
+    native = _block(values.get("drain")).get("nativeSleep", DRAIN_FALLBACK["nativeSleep"])
     return "sleep" if native and at_least(kube_version, NATIVE_SLEEP_MIN_VERSION) else "exec"
 
 
@@ -338,7 +334,7 @@ def needs_shell(values: Mapping[str, Any], role: str, kube_version: str) -> bool
     """The role's handler container needs sh in the image (wrapper, heartbeat probe, preStop script)."""
     if role_drain(values, role).mode in ("marker", "signal"):
         return True
-    if role_drain(values, role).mode == "command" and int(_block(values.get("drain")).get("preStopSeconds", 10)):
+    if role_drain(values, role).mode == "command" and int(_block(values.get("drain")).get("preStopSeconds", DRAIN_FALLBACK["preStopSeconds"])):
         return True
     probes = [resolve_probe(values, role, k) for k in ("readiness", "liveness")]
     if role_startup_probe_rendered(values, role, kube_version):
@@ -565,3 +561,22 @@ def env_references(value: str) -> list[str]:
                     continue
         i += 1
     return refs
+
+
+def post_deploy_enabled(values: Mapping[str, Any]) -> bool:
+    """The chart renders the post-deploy Job: commands.postMigrate with the migration on."""
+    migration = values.get("migration") or {}
+    return bool((values.get("commands") or {}).get("postMigrate")) and migration.get("enabled", True) is not False
+
+
+def max_grace(values: Mapping[str, Any]) -> int:
+    """The longest effective grace of any enabled role (0 without roles)."""
+    return max((role_grace(values, r).effective for r in enabled_roles(values)), default=0)
+
+
+def post_deploy_rollout_timeout(values: Mapping[str, Any]) -> int:
+    """wait-for-rollout's limit: explicit, else the longest grace + waitForMigrations.timeoutSeconds."""
+    explicit = (((values.get("migration") or {}).get("postDeploy") or {}).get("waitForRollout") or {}).get("timeoutSeconds")
+    if explicit is not None:
+        return int(explicit)
+    return max_grace(values) + int((values.get("waitForMigrations") or {}).get("timeoutSeconds", 1200))

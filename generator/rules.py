@@ -1,8 +1,9 @@
-"""The lifecycle policy rules JH001…JH032: each has a stable id, a severity, a one-line
+"""The lifecycle policy rules JH001…JH038: each has a stable id, a severity, a one-line
 message, the fix and README documentation. Every expected number comes from generator.model."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import namedtuple
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start 
 
     from .values import ValuesFile
 
-from . import model, platforms as plat
+from . import lifecycle as _lc, model, platforms as plat
 from .findings import ERROR, POLICY, WARNING, Finding
 from .findings import dotted
 
@@ -648,6 +649,60 @@ def _jh030(ctx: Context) -> Iterator[Hit]:
                   f"{model.POD_REPLACEMENT_POLICY_MIN_VERSION}")
 
 
+def _post_deploy(ctx: Context) -> bool:
+    return model.post_deploy_enabled(ctx.values)
+
+
+def _jh035(ctx: Context) -> Iterator[Hit]:
+    if _post_deploy(ctx) and not ctx.flag("waitForMigrations.acceptAhead", False):
+        yield Hit([_p("waitForMigrations.acceptAhead"), _p("commands.postMigrate")],
+                  "commands.postMigrate (two migration phases) with waitForMigrations.acceptAhead=false: after the "
+                  "pre-deploy phase the schema is ahead of the previous image, so its pods that (re)start before the "
+                  "post-deploy phase (a container restart, a replacement, a rollback) fail their schema gate "
+                  "(the chart refuses to render it)",
+                  "set waitForMigrations.acceptAhead: true, also in the release before the first two-phase upgrade "
+                  "(old pods keep the values they were created with), and keep pre-deploy migrations expand-only")
+
+
+def _jh036(ctx: Context) -> Iterator[Hit]:
+    if not _post_deploy(ctx) or ctx.flag("migration.useHelmHooks", True):
+        return
+    if ctx.get("migration.postDeploy.gitOps") not in ("argocd", "plain"):
+        yield Hit([_p("migration.postDeploy.gitOps"), _p("migration.useHelmHooks"), _p("commands.postMigrate")],
+                  "commands.postMigrate in GitOps mode (migration.useHelmHooks=false) without "
+                  "migration.postDeploy.gitOps: nothing says how your tool runs the post-deploy Job (the chart "
+                  "refuses to render it)",
+                  "set migration.postDeploy.gitOps: argocd (an Argo CD PostSync hook) or plain (a hash-named Job "
+                  "that waits by itself: Flux Kustomization, kubectl apply); a Flux HelmRelease runs helm hooks: "
+                  "keep migration.useHelmHooks: true")
+
+
+def _jh037(ctx: Context) -> Iterator[Hit]:
+    key = "migration.postDeploy.waitForRollout.timeoutSeconds"
+    if not _post_deploy(ctx) or ctx.get(key) is None:
+        return
+    timeout, grace = ctx.num(key), model.max_grace(ctx.values)
+    if timeout < grace:
+        default = grace + int(ctx.num("waitForMigrations.timeoutSeconds"))
+        yield Hit([_p(key)],
+                  f"{key}={int(timeout)} is below the longest role grace ({grace} s): old pods may drain that long, "
+                  "so the post-deploy Job gives up and the contract migration does not run (the chart refuses to "
+                  "render it)",
+                  f"remove it (the chart uses {default} s = the longest grace + waitForMigrations.timeoutSeconds) or "
+                  f"set it to at least {grace}")
+
+
+def _jh038(ctx: Context) -> Iterator[Hit]:
+    if _post_deploy(ctx) and not model.at_least(ctx.kube_version, model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION):
+        yield Hit([_p("commands.postMigrate")],
+                  f"on Kubernetes {ctx.kube_version} < {model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION} the post-deploy "
+                  "Job's wait-for-rollout cannot get a projected token (no kube-root-ca.crt ConfigMap): the chart "
+                  "automounts its ServiceAccount token, so every container of that pod (post-migrate too) can list "
+                  "the namespace's pods",
+                  f"accept it (the Role allows only list on pods), or target Kubernetes >= "
+                  f"{model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION}")
+
+
 def _user_containers(ctx: Context) -> Iterator[tuple[KeyPath, Mapping[str, Any]]]:
     """(key path, container) of every container the user gives: sidecars and extraInitContainers,
     chart-wide, per role and of the migration Job."""
@@ -741,136 +796,105 @@ def _jh026(ctx: Context) -> Iterator[Hit]:
                   "so there the text stays literal", fix + f", or write $$({ref}) for the literal text")
 
 
-RULES: tuple[Rule, ...] = (
-    Rule("JH001", ERROR, "grace period below the computed drain time",
-         "An explicit handlers.<role>.terminationGracePeriodSeconds is below "
-         "ceil(maxJobRuntimeSeconds * drain.runtimeMultiplier) + drain.bufferSeconds + drain.preStopSeconds.",
-         "Remove the explicit value (the chart computes it) or raise it to the computed value.", _jh001),
-    Rule("JH002", ERROR, "probe windows too close",
-         "liveness.maxAgeSeconds < 3 * readiness.maxAgeSeconds, or readiness.maxAgeSeconds < 3 * "
-         "heartbeat.intervalSeconds; for probes set per role (any handler), the liveness window "
-         "(periodSeconds x failureThreshold, + maxAge for heartbeats) < 3 * the readiness window.",
-         "Widen liveness.maxAgeSeconds / readiness.maxAgeSeconds to at least 3* the window below.", _jh002_all),
-    Rule("JH003", ERROR, "handlers stop waiting before the migration may end",
-         "waitForMigrations.timeoutSeconds < migration.activeDeadlineSeconds + "
-         "migration.waitForDatabase.timeoutSeconds.",
-         "Raise waitForMigrations.timeoutSeconds to at least the sum.", _jh003),
-    Rule("JH004", ERROR, "hook mode with a database the release creates",
-         "migration.useHelmHooks=true with database.createdByRelease=true: the pre-install hook runs before "
-         "the release's own database exists (deadlock).",
-         "Create the database outside the release or set migration.useHelmHooks=false.", _jh004),
-    Rule("JH005", ERROR, "hook mode with a Secret that is not a hook",
-         "migration.useHelmHooks=true, no database.existingSecret and database.secretIsHook=false: the "
-         "chart's Secret is created after the pre-install migration Job that needs it (deadlock).",
-         "Keep database.secretIsHook=true (default) or use database.existingSecret.", _jh005),
-    Rule("JH006", ERROR, "plain migration Job with a fixed name",
-         'migration.useHelmHooks=false with migration.jobNameSuffix other than "hash": the Job name does '
-         "not change with its spec.",
-         'Set migration.jobNameSuffix: "hash".', _jh006),
-    Rule("JH007", ERROR, "startupProbe forced without the feature gate",
-         "startupProbe.force=true below startupProbe.minKubeVersion (vs --kube-version) without "
-         "startupProbe.featureGateEnabled=true.",
-         "Enable the StartupProbe feature gate and declare it, or drop startupProbe.force.", _jh007),
-    Rule("JH008", ERROR, "probe-level grace below Kubernetes 1.25",
-         "The file sets liveness.terminationGracePeriodSeconds and --kube-version < 1.25, which ignores it.",
-         "Target Kubernetes >= 1.25 or remove the key from the file.", _jh008),
-    Rule("JH009", ERROR, "image tag latest or unset",
-         "image.tag is empty, null or `latest`.",
-         "Pin image.tag to a release.", _jh009),
-    Rule("JH010", WARNING, "job handler without resource requests",
-         "An enabled role without a port (a job handler) has no resources.requests.",
-         "Set handlers.<role>.resources.requests.", _jh010),
-    Rule("JH011", ERROR, "probe-level grace used up by the preStop sleep",
-         "On Kubernetes >= 1.25, liveness.terminationGracePeriodSeconds <= drain.preStopSeconds: a liveness "
-         "restart runs preStop first and SIGKILLs the handler before SIGTERM.",
-         "Set liveness.terminationGracePeriodSeconds to at least drain.preStopSeconds + 5.", _jh011),
-    Rule("JH012", WARNING, "no time left to requeue after the drain deadline",
-         "drain.bufferSeconds < 4: DRAIN_DEADLINE_SECONDS (grace - preStopSeconds - bufferSeconds/2) leaves "
-         "under 2 s before SIGKILL to release the leases of unfinished jobs.",
-         "Set drain.bufferSeconds to at least 4.", _jh012),
-    Rule("JH013", WARNING, "exec probe timeout unrealistic for its command",
-         "An exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with "
-         "timeoutSeconds < 5, or any exec probe's timeoutSeconds is not below its periodSeconds.",
-         "Give interpreter probes timeoutSeconds >= 5 and periodSeconds above the timeout.", _jh013),
-    Rule("JH014", WARNING, "$(VAR) in a probe command",
-         "An exec probe's command contains $(VAR): Kubernetes expands it only in container command/args, "
-         "so the probe gets the text literally.",
-         'Wrap the probe in ["sh", "-c", "... $VAR ..."].', _jh014),
-    Rule("JH015", ERROR, "grpc probe below Kubernetes 1.24",
-         "A grpc probe with --kube-version < 1.24, where the API server drops it.",
-         "Use httpGet, tcpSocket or exec, or target Kubernetes >= 1.24.", _jh015),
-    Rule("JH016", ERROR, "sidecar in the migration Job without native sidecars",
-         "Sidecars with migration: true (or migration.sidecars) with --kube-version < 1.29: a regular sidecar "
-         "keeps the Job from ever completing.",
-         "Target Kubernetes >= 1.29 or keep sidecars out of the migration Job.", _jh016),
-    Rule("JH017", WARNING, "sidecars start after wait-for-migrations below 1.29",
-         "Below 1.29 sidecars are regular containers: they start after the init containers (a proxy cannot "
-         "serve wait-for-migrations) and stop with the handler.",
-         "Reach the database directly below 1.29, or target Kubernetes >= 1.29.", _jh017),
-    Rule("JH018", WARNING, "security context leaves Pod Security restricted",
-         "A role's merged pod/container securityContext breaks the restricted profile (root, privilege "
-         "escalation, capabilities, seccomp).",
-         "Keep the chart's restricted defaults, or label the namespace accordingly.", _jh018),
-    Rule("JH019", ERROR, "stopSignal where the cluster cannot honour it",
-         "drain.stopSignal below Kubernetes 1.33, or without drain.stopSignalFeatureGate (ContainerStopSignals "
-         "is alpha).",
-         "Use drain.mode: signal, bake STOPSIGNAL into the image, or declare the gate on >= 1.33.", _jh019),
-    Rule("JH020", ERROR, "drain adapter without what it needs",
-         "drain.mode=marker for a role without a command (the sh wrapper needs one), or drain.mode=command "
-         "without drain.command.",
-         "Set the command, or pick the drain mode the app supports.", _jh020),
-    Rule("JH021", WARNING, "grace beyond what the platform honours",
-         "With --platform NAME (repeatable) or the values key `platforms`, a role's computed grace exceeds that "
-         "platform's documented limit (cluster-autoscaler 600 s, GKE upgrade 3600 s, EKS upgrade 900 s, AKS "
-         "upgrade 1800 s, Karpenter terminationGracePeriod, spot notices 15-120 s).",
-         "Shorten or checkpoint the jobs, keep the role off those nodes, or raise the platform limit.", _jh021),
-    Rule("JH022", ERROR, "rollback downgrade that cannot run",
-         "migration.onRollback=downgrade without commands.downgrade, or without helm hooks "
-         "(migration.useHelmHooks=false).",
-         "Set commands.downgrade and keep hook mode, or use onRollback: none.", _jh022),
-    Rule("JH023", ERROR, "workload-kind keys that do not combine",
-         "podManagementPolicy or updateStrategy on a Deployment role (StatefulSet keys), or strategy set on a "
-         "StatefulSet role (a StatefulSet never surges a second pod with the same identity).",
-         "Set handlers.<role>.kind: StatefulSet, or use the keys of the role's kind.", _jh023),
-    Rule("JH024", WARNING, "StatefulSet maxUnavailable the cluster drops",
-         "updateStrategy.rollingUpdate.maxUnavailable with --kube-version < 1.37, where MaxUnavailableStatefulSet "
-         "is off by default: the field is dropped and pods are replaced one at a time, each after its drain.",
-         "Expect replicas x the drain time per rollout, or target Kubernetes >= 1.37.", _jh024),
-    Rule("JH025", ERROR, "identity variables where the chart does not render them",
-         "$(JOBHANDLERS_POD_NAME) or $(JOBHANDLERS_ORDINAL) in a role's command, args or env when the role is "
-         "not a StatefulSet, or $(JOBHANDLERS_ORDINAL) with --kube-version < 1.28 (no pod-index label): the "
-         "text would stay literal.",
-         "Set kind: StatefulSet; below 1.28 use $(JOBHANDLERS_POD_NAME).", _jh025),
-    Rule("JH026", WARNING, "$(VAR) in env that a container does not define",
-         "An env value (chart-wide env, handlers.<role>.env, migration.env, or an extra init container's or "
-         "sidecar's) refers to $(NAME) that some container it is copied into does not define earlier in its "
-         "env: the chart's variables, then the entries above it (the migration Job and the helm test have no "
-         "JOBHANDLERS_ROLE, DRAIN_DEADLINE_SECONDS or JOBHANDLERS_START_DRAINED; extra init containers and "
-         "sidecars get no chart variables). Kubernetes leaves it literal there.",
-         "Define the name earlier in the same list, move the entry to handlers.<role>.env, or escape it as "
-         "$$(NAME).", _jh026),
-    Rule("JH028", ERROR, "image.tag is not a tag",
-         "image.tag holds a digest (`1@sha256:…`) or characters a tag cannot have: the tag is also the "
-         "app.kubernetes.io/version label, and the image reference would be invalid.",
-         "Move a digest to image.digest (the image is then repository@digest); keep image.tag a plain tag.", _jh028),
-    Rule("JH029", WARNING, "unhealthyPodEvictionPolicy below Kubernetes 1.27",
-         "The file sets pdb.unhealthyPodEvictionPolicy or handlers.<role>.pdb.unhealthyPodEvictionPolicy to "
-         "AlwaysAllow and --kube-version < 1.27, where it is not rendered: a drain hangs on the budget of a role "
-         "whose pods run but are not Ready.",
-         "Target Kubernetes >= 1.27, or undrain the role before draining nodes.", _jh029),
-    Rule("JH030", WARNING, "migration podReplacementPolicy below Kubernetes 1.29",
-         "The file sets migration.podReplacementPolicy: Failed and --kube-version < 1.29, where it is not "
-         "rendered: a replacement migrate pod may start while the previous one still terminates.",
-         "Keep commands.migrate safe when two run at once, or target Kubernetes >= 1.29.", _jh030),
-    Rule("JH031", ERROR, "sleep action the cluster rejects in a user container",
-         "A sidecar or extra init container (chart-wide, per role, migration) has a lifecycle sleep action "
-         "below 1.30, or a 0-second one below 1.33 (PodLifecycleSleepActionAllowZero).",
-         "Drop a 0-second hook, use exec sleep below 1.30, or target a newer Kubernetes.", _jh031),
-    Rule("JH032", ERROR, "resource requests above limits",
-         "A chart-owned container's resources (its own block, else defaultResources) request more than their "
-         "limit, e.g. a chart default request merged with a lower limit from the file.",
-         "Set the request too (at most the limit), or null it.", _jh032),
-)
+def _jh041(ctx: Context) -> Iterator[Hit]:
+    if ctx.flag("networkPolicy.enabled", False) and not ctx.get("networkPolicy.database.to") \
+            and not ctx.get("networkPolicy.extraEgress"):
+        host, port = ctx.get("database.host"), ctx.get("database.port")
+        yield Hit([_p("networkPolicy.enabled"), _p("networkPolicy.database.to")],
+                  "networkPolicy.enabled=true, but networkPolicy.database.to is empty and there is no "
+                  "networkPolicy.extraEgress: the policies would deny the handlers, wait-for-migrations, the "
+                  f"migration Job and the helm test every connection to the database ({host}:{port}) "
+                  "(the chart refuses to render it)",
+                  "set networkPolicy.database.to to the database's peers, e.g. [{ipBlock: {cidr: 10.0.0.5/32}}] "
+                  "for a database outside the cluster or a podSelector/namespaceSelector for one inside, or give "
+                  "networkPolicy.extraEgress rules that reach it")
+
+
+def _is_ip(text: Any) -> bool:
+    """True when text is an IPv4 or IPv6 address (not a name DNS must resolve)."""
+    try:
+        ipaddress.ip_address(str(text))
+    except ValueError:
+        return False
+    return True
+
+
+def _jh042(ctx: Context) -> Iterator[Hit]:
+    host = ctx.get("database.host")
+    if (ctx.flag("networkPolicy.enabled", False) and not ctx.flag("networkPolicy.dns.enabled", True)
+            and not ctx.get("networkPolicy.extraEgress") and host and not _is_ip(host)):
+        yield Hit([_p("networkPolicy.dns.enabled")],
+                  f"networkPolicy.dns.enabled=false and no networkPolicy.extraEgress, but database.host={host!r} "
+                  "is a name: the policies deny DNS, so no chart pod can resolve it",
+                  "keep networkPolicy.dns.enabled=true (set networkPolicy.dns.to for NodeLocal DNSCache or another "
+                  "resolver), or give database.host as an IP address, or an extraEgress rule to your resolver")
+
+
+def _jh043(ctx: Context) -> Iterator[Hit]:
+    if not ctx.flag("networkPolicy.enabled", False) or ctx.flag("networkPolicy.allowRelease", True):
+        return
+    if ctx.get("networkPolicy.ingress.from") or ctx.get("networkPolicy.extraIngress"):
+        return
+    for role in model.enabled_roles(ctx.values):
+        spec = (ctx.get("handlers") or {}).get(role) or {}
+        if spec.get("port") is None and not spec.get("extraPorts"):
+            continue
+        own = spec.get("networkPolicy") or {}
+        if (own.get("ingress") or {}).get("from") or own.get("extraIngress"):
+            continue
+        yield Hit([_p("networkPolicy.allowRelease"), _p(f"handlers.{role}.networkPolicy")],
+                  f"role {role} has a port, but with networkPolicy.allowRelease=false and no ingress.from or "
+                  "extraIngress (chart-wide or the role's) its NetworkPolicy admits no pod: its Service answers "
+                  "nobody, and `helm test` fails",
+                  f"give {role}'s clients in networkPolicy.ingress.from or handlers.{role}.networkPolicy.ingress.from "
+                  "(e.g. your ingress controller's namespaceSelector), or keep networkPolicy.allowRelease=true")
+
+
+# Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
+# (`rules`), which the chart's render-time checks and docs/rules.md take them from too.
+_CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
+    "JH001": _jh001,
+    "JH002": _jh002_all,
+    "JH003": _jh003,
+    "JH004": _jh004,
+    "JH005": _jh005,
+    "JH006": _jh006,
+    "JH007": _jh007,
+    "JH008": _jh008,
+    "JH009": _jh009,
+    "JH010": _jh010,
+    "JH011": _jh011,
+    "JH012": _jh012,
+    "JH013": _jh013,
+    "JH014": _jh014,
+    "JH015": _jh015,
+    "JH016": _jh016,
+    "JH017": _jh017,
+    "JH018": _jh018,
+    "JH019": _jh019,
+    "JH020": _jh020,
+    "JH021": _jh021,
+    "JH022": _jh022,
+    "JH023": _jh023,
+    "JH024": _jh024,
+    "JH025": _jh025,
+    "JH026": _jh026,
+    "JH028": _jh028,
+    "JH029": _jh029,
+    "JH030": _jh030,
+    "JH031": _jh031,
+    "JH032": _jh032,
+    "JH035": _jh035,
+    "JH036": _jh036,
+    "JH037": _jh037,
+    "JH038": _jh038,
+    "JH041": _jh041,
+    "JH042": _jh042,
+    "JH043": _jh043,
+}
+RULES: tuple[Rule, ...] = tuple(
+    Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])
+    for rule_id, meta in _lc.RULES.items())
 RULES_BY_ID = {r.id: r for r in RULES}
 
 

@@ -1,8 +1,15 @@
 {{/*
-Render-time checks: values the schema cannot judge alone. Each `fail` says what
-is wrong, with the numbers, and the fix. Messages start with "jobhandlers:".
-Included once, from templates/checks.yaml.
+Render-time checks: values the schema cannot judge alone. Each check prints one line per
+problem (jobhandlers.checks.problem): what is wrong, with the numbers, the fix, and the
+rule id of `jobhandlers check` (chart/lifecycle.yaml rules with chart: true). Messages
+start with "jobhandlers:". templates/checks.yaml collects every line and fails once,
+GitLab checkConfig style, so a user fixes everything in one round.
 */}}
+
+{{/* One problem: a line of the report. Call with the message. */}}
+{{- define "jobhandlers.checks.problem" -}}
+{{ printf "%s\n" . }}
+{{- end }}
 
 {{- define "jobhandlers.checks" -}}
 {{- include "jobhandlers.checks.hookDeadlock" . }}
@@ -11,8 +18,11 @@ Included once, from templates/checks.yaml.
 {{- include "jobhandlers.checks.startupProbe" . }}
 {{- include "jobhandlers.checks.multiplier" . }}
 {{- include "jobhandlers.checks.rollback" . }}
+{{- include "jobhandlers.checks.postDeploy" . }}
 {{- include "jobhandlers.checks.imageTag" . }}
 {{- include "jobhandlers.checks.sleepAction" . }}
+{{- include "jobhandlers.checks.migrationSidecars" . }}
+{{- include "jobhandlers.checks.networkPolicy" . }}
 {{- range $role, $spec := .Values.handlers }}
 {{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
@@ -26,7 +36,7 @@ Included once, from templates/checks.yaml.
 {{- define "jobhandlers.checks.multiplier" -}}
 {{- $m := .Values.drain.runtimeMultiplier }}
 {{- if lt (float64 $m) 1.0 }}
-{{- fail (printf "jobhandlers: drain.runtimeMultiplier=%v is below 1: the grace would be shorter than the longest job. Fix: set it to 1 or more (e.g. --set drain.runtimeMultiplier=1.5)." $m) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: drain.runtimeMultiplier=%v is below 1: the grace would be shorter than the longest job. Fix: set it to 1 or more (e.g. --set drain.runtimeMultiplier=1.5)." $m) }}
 {{- end }}
 {{- end }}
 
@@ -39,8 +49,8 @@ oneProbeHandler: helm validates it before rendering, jobhandlers check with json
 {{- $p := include "jobhandlers.probe.resolve" (list $root $role $kind) | fromJson }}
 {{- /* a startupProbe below its minKubeVersion is not rendered at all (JH015 alike) */}}
 {{- $rendered := or (ne $kind "startup") (include "jobhandlers.startupProbe.rendered" (list $root $role)) }}
-{{- if and $p.enabled $rendered (eq $p.handler "grpc") (not (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.probe.grpcMinKubeVersion" $root)))) }}
-{{- fail (printf "jobhandlers: the %s probe of role %s is a grpc probe, but Kubernetes %s < %s drops grpc probes (GRPCContainerProbe is off there), so the container would run with no %s probe at all. Fix: use httpGet, tcpSocket or exec (e.g. grpc_health_probe) on this cluster, or target Kubernetes >= %s. (jobhandlers check: JH015)" $kind $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.probe.grpcMinKubeVersion" $root) $kind (include "jobhandlers.probe.grpcMinKubeVersion" $root)) }}
+{{- if and $p.enabled $rendered (eq $p.handler "grpc") (not (include "jobhandlers.gate" (list $root "grpcProbe"))) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: the %s probe of role %s is a grpc probe, but Kubernetes %s < %s drops grpc probes (GRPCContainerProbe is off there), so the container would run with no %s probe at all. Fix: use httpGet, tcpSocket or exec (e.g. grpc_health_probe) on this cluster, or target Kubernetes >= %s. (jobhandlers check: JH015)" $kind $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.gate.version" (list $root "grpcProbe")) $kind (include "jobhandlers.gate.version" (list $root "grpcProbe"))) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -52,27 +62,27 @@ oneProbeHandler: helm validates it before rendering, jobhandlers check with json
 {{- $spec := include "jobhandlers.role.spec" . | fromJson }}
 {{- $d := include "jobhandlers.drain.settings" . | fromJson }}
 {{- if and (eq $d.mode "marker") (not $spec.command) }}
-{{- fail (printf "jobhandlers: handlers.%s has no command, but drain.mode=marker wraps the role's command in sh -c to clear the stopping marker and exec it. Fix: set handlers.%s.command, or choose the drain adapter your app supports: handlers.%s.drain.mode none (SIGTERM alone), signal or command. (jobhandlers check: JH020)" $role $role $role) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s has no command, but drain.mode=marker wraps the role's command in sh -c to clear the stopping marker and exec it. Fix: set handlers.%s.command, or choose the drain adapter your app supports: handlers.%s.drain.mode none (SIGTERM alone), signal or command. (jobhandlers check: JH020)" $role $role $role) }}
 {{- end }}
 {{- if and (eq $d.mode "command") (not $d.command) }}
-{{- fail (printf "jobhandlers: role %s uses drain.mode=command without a drain command. Fix: set handlers.%s.drain.command (or drain.command) to the app's quiesce command, or use drain.mode none. (jobhandlers check: JH020)" $role $role) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: role %s uses drain.mode=command without a drain command. Fix: set handlers.%s.drain.command (or drain.command) to the app's quiesce command, or use drain.mode none. (jobhandlers check: JH020)" $role $role) }}
 {{- end }}
 {{- if and $d.stopSignal (not (include "jobhandlers.drain.stopSignalRendered" .)) }}
-{{- fail (printf "jobhandlers: role %s sets drain.stopSignal=%s, but lifecycle.stopSignal needs Kubernetes >= %s with the ContainerStopSignals feature gate (alpha, off by default); this cluster is %s and drain.stopSignalFeatureGate=%v. Without it the kubelet sends the image's STOPSIGNAL (usually SIGTERM). Fix: set drain.stopSignalFeatureGate=true only if the gate is on; otherwise remove stopSignal and use drain.mode=signal with drain.signal=%s (sent by the preStop; needs sh in the image) or bake STOPSIGNAL into the image. (jobhandlers check: JH019)" $role (toString $d.stopSignal) (include "jobhandlers.drain.stopSignalMinKubeVersion" $root) $root.Capabilities.KubeVersion.Version $root.Values.drain.stopSignalFeatureGate (trimPrefix "SIG" (toString $d.stopSignal))) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: role %s sets drain.stopSignal=%s, but lifecycle.stopSignal needs Kubernetes >= %s with the ContainerStopSignals feature gate (alpha, off by default); this cluster is %s and drain.stopSignalFeatureGate=%v. Without it the kubelet sends the image's STOPSIGNAL (usually SIGTERM). Fix: set drain.stopSignalFeatureGate=true only if the gate is on; otherwise remove stopSignal and use drain.mode=signal with drain.signal=%s (sent by the preStop; needs sh in the image) or bake STOPSIGNAL into the image. (jobhandlers check: JH019)" $role (toString $d.stopSignal) (include "jobhandlers.gate.version" (list $root "stopSignal")) $root.Capabilities.KubeVersion.Version $root.Values.drain.stopSignalFeatureGate (trimPrefix "SIG" (toString $d.stopSignal))) }}
 {{- end }}
 {{- end }}
 
 {{/* A pre-install hook cannot reach a database the same release creates. */}}
 {{- define "jobhandlers.checks.hookDeadlock" -}}
 {{- if and .Values.migration.enabled .Values.migration.useHelmHooks .Values.database.createdByRelease }}
-{{- fail "jobhandlers: database.createdByRelease=true with migration.useHelmHooks=true deadlocks the install: the pre-install migration hook waits for a database that helm creates only after all pre-install hooks succeeded. Fix: create the database outside this release (or in an earlier release) and set database.createdByRelease=false, or set migration.useHelmHooks=false (plain Job, hash-named)." }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: database.createdByRelease=true with migration.useHelmHooks=true deadlocks the install: the pre-install migration hook waits for a database that helm creates only after all pre-install hooks succeeded. Fix: create the database outside this release (or in an earlier release) and set database.createdByRelease=false, or set migration.useHelmHooks=false (plain Job, hash-named). (jobhandlers check: JH004)" }}
 {{- end }}
 {{- end }}
 
 {{/* In hook mode the migration pod's chart-created Secret must itself be a hook. */}}
 {{- define "jobhandlers.checks.hookSecret" -}}
 {{- if and .Values.migration.enabled .Values.migration.useHelmHooks (not .Values.database.existingSecret) (not .Values.database.secretIsHook) }}
-{{- fail "jobhandlers: database.secretIsHook=false with migration.useHelmHooks=true deadlocks the install: the pre-install migration pod mounts the chart-created database Secret, which helm creates only after all pre-install hooks succeeded, so the pod never starts. Fix: keep database.secretIsHook=true (the default), or use database.existingSecret, or set migration.useHelmHooks=false." }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: database.secretIsHook=false with migration.useHelmHooks=true deadlocks the install: the pre-install migration pod mounts the chart-created database Secret, which helm creates only after all pre-install hooks succeeded, so the pod never starts. Fix: keep database.secretIsHook=true (the default), or use database.existingSecret, or set migration.useHelmHooks=false. (jobhandlers check: JH005)" }}
 {{- end }}
 {{- end }}
 
@@ -85,7 +95,7 @@ every role check and JH001: a disabled role renders no pod its grace could apply
 {{- if $explicit }}
 {{- $computed := include "jobhandlers.grace.computed" (list $ $role) }}
 {{- if lt (int64 $explicit) (int64 $computed) }}
-{{- fail (printf "jobhandlers: handlers.%s.terminationGracePeriodSeconds=%s is shorter than the computed drain grace %s = ceil(maxJobRuntimeSeconds %d x drain.runtimeMultiplier %v) + drain.bufferSeconds %d + drain.preStopSeconds %d; a rollout would kill %s handlers mid-job. Fix: remove the override (the chart uses %s) or set it to at least %s." $role $explicit $computed (int64 $spec.maxJobRuntimeSeconds) $.Values.drain.runtimeMultiplier (int64 $.Values.drain.bufferSeconds) (int64 $.Values.drain.preStopSeconds) $role $computed $computed) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.terminationGracePeriodSeconds=%s is shorter than the computed drain grace %s = ceil(maxJobRuntimeSeconds %d x drain.runtimeMultiplier %v) + drain.bufferSeconds %d + drain.preStopSeconds %d; a rollout would kill %s handlers mid-job. Fix: remove the override (the chart uses %s) or set it to at least %s. (jobhandlers check: JH001)" $role $explicit $computed (int64 $spec.maxJobRuntimeSeconds) $.Values.drain.runtimeMultiplier (int64 $.Values.drain.bufferSeconds) (int64 $.Values.drain.preStopSeconds) $role $computed $computed) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -96,7 +106,7 @@ every role check and JH001: a disabled role renders no pod its grace could apply
 {{- define "jobhandlers.checks.startupProbe" -}}
 {{- $sp := .Values.startupProbe }}
 {{- if and $sp.enabled $sp.force (not $sp.featureGateEnabled) (not (include "jobhandlers.kubeAtLeast" (list . (toString $sp.minKubeVersion)))) }}
-{{- fail (printf "jobhandlers: startupProbe.force=true on Kubernetes %s (below startupProbe.minKubeVersion %s) without startupProbe.featureGateEnabled=true: there the StartupProbe feature gate is off by default and the API server silently drops the probe, so handlers would run with neither a startupProbe nor the liveness delay that replaces it. Fix: set startupProbe.featureGateEnabled=true only if you enabled the StartupProbe feature gate on this cluster; otherwise remove startupProbe.force (liveness then waits initialDelaySeconds = startupProbe.periodSeconds x failureThreshold)." .Capabilities.KubeVersion.Version (toString $sp.minKubeVersion)) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: startupProbe.force=true on Kubernetes %s (below startupProbe.minKubeVersion %s) without startupProbe.featureGateEnabled=true: there the StartupProbe feature gate is off by default and the API server silently drops the probe, so handlers would run with neither a startupProbe nor the liveness delay that replaces it. Fix: set startupProbe.featureGateEnabled=true only if you enabled the StartupProbe feature gate on this cluster; otherwise remove startupProbe.force (liveness then waits initialDelaySeconds = startupProbe.periodSeconds x failureThreshold). (jobhandlers check: JH007)" .Capabilities.KubeVersion.Version (toString $sp.minKubeVersion)) }}
 {{- end }}
 {{- end }}
 
@@ -105,10 +115,29 @@ every role check and JH001: a disabled role renders no pod its grace could apply
 {{- define "jobhandlers.checks.rollback" -}}
 {{- if eq (toString .Values.migration.onRollback) "downgrade" }}
 {{- if not .Values.commands.downgrade }}
-{{- fail "jobhandlers: migration.onRollback=downgrade without commands.downgrade: the pre-rollback hook would have nothing to run. Fix: set commands.downgrade to the app's downgrade command (it runs in the image being rolled back to and must undo the revisions above that image's head), or set migration.onRollback=none. (jobhandlers check: JH022)" }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: migration.onRollback=downgrade without commands.downgrade: the pre-rollback hook would have nothing to run. Fix: set commands.downgrade to the app's downgrade command (it runs in the image being rolled back to and must undo the revisions above that image's head), or set migration.onRollback=none. (jobhandlers check: JH022)" }}
 {{- end }}
 {{- if not (and .Values.migration.enabled .Values.migration.useHelmHooks) }}
-{{- fail "jobhandlers: migration.onRollback=downgrade needs migration.enabled=true and migration.useHelmHooks=true: only helm runs pre-rollback hooks. Fix: use hook mode, or migration.onRollback=none (with waitForMigrations.acceptAhead=true for expand-only migrations). (jobhandlers check: JH022)" }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: migration.onRollback=downgrade needs migration.enabled=true and migration.useHelmHooks=true: only helm runs pre-rollback hooks. Fix: use hook mode, or migration.onRollback=none (with waitForMigrations.acceptAhead=true for expand-only migrations). (jobhandlers check: JH022)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The post-deploy phase (commands.postMigrate): the previous image's pods must survive the
+pre-deploy phase, GitOps mode must say how its tool runs the Job, and the rollout wait must
+outlast the longest drain. */}}
+{{- define "jobhandlers.checks.postDeploy" -}}
+{{- if include "jobhandlers.postDeploy.enabled" . }}
+{{- if ne (toString .Values.waitForMigrations.acceptAhead) "true" }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: commands.postMigrate is set (two migration phases) but waitForMigrations.acceptAhead=false: after the pre-deploy phase the schema is ahead of the previous image, so any of its pods that (re)starts before the post-deploy phase (a container restart, a replacement on another node, a rollback) fails its schema gate. Fix: set waitForMigrations.acceptAhead=true, in the release BEFORE the first two-phase upgrade too (old pods keep the values they were created with), and keep the pre-deploy migrations expand-only. (jobhandlers check: JH035)" }}
+{{- end }}
+{{- if and (not .Values.migration.useHelmHooks) (not (has (toString .Values.migration.postDeploy.gitOps) (list "argocd" "plain"))) }}
+{{- include "jobhandlers.checks.problem" "jobhandlers: commands.postMigrate is set in GitOps mode (migration.useHelmHooks=false) without migration.postDeploy.gitOps: nothing says how your tool runs the post-deploy Job. Fix: migration.postDeploy.gitOps=argocd (an Argo CD PostSync hook) or plain (a hash-named Job applied with the rest; it waits for the pre-deploy schema and the last old pod by itself: Flux Kustomization, kubectl apply). A Flux HelmRelease runs helm hooks: use migration.useHelmHooks=true. (jobhandlers check: JH036)" }}
+{{- end }}
+{{- $t := .Values.migration.postDeploy.waitForRollout.timeoutSeconds }}
+{{- $grace := include "jobhandlers.postDeploy.maxGrace" . | int64 }}
+{{- if and (not (kindIs "invalid" $t)) (lt (int64 $t) $grace) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: migration.postDeploy.waitForRollout.timeoutSeconds=%d is below the longest role grace (%d s): old pods may legitimately drain that long, so the post-deploy Job would give up and the contract migration would not run. Fix: remove it (the chart uses %d s = the longest grace + waitForMigrations.timeoutSeconds) or set it to at least %d. (jobhandlers check: JH037)" (int64 $t) $grace (add $grace (int64 .Values.waitForMigrations.timeoutSeconds)) $grace) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -123,19 +152,19 @@ $(JOBHANDLERS_POD_NAME) / $(JOBHANDLERS_ORDINAL) exist only where the chart rend
 {{- if not $stable }}
 {{- range $k := list "podManagementPolicy" "updateStrategy" }}
 {{- if not (kindIs "invalid" (index $spec $k)) }}
-{{- fail (printf "jobhandlers: handlers.%s.%s is set, but the role is a Deployment; %s applies only to kind: StatefulSet. Fix: set handlers.%s.kind=StatefulSet for stable identities, or remove %s (a Deployment rolls by strategy). (jobhandlers check: JH023)" $role $k $k $role $k) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.%s is set, but the role is a Deployment; %s applies only to kind: StatefulSet. Fix: set handlers.%s.kind=StatefulSet for stable identities, or remove %s (a Deployment rolls by strategy). (jobhandlers check: JH023)" $role $k $k $role $k) }}
 {{- end }}
 {{- end }}
 {{- end }}
 {{- $text := toJson (list $spec.command $spec.args $spec.env) }}
 {{- if and (not $stable) (contains "$(JOBHANDLERS_POD_NAME)" $text) }}
-{{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_POD_NAME), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_POD_NAME), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
 {{- end }}
 {{- if contains "$(JOBHANDLERS_ORDINAL)" $text }}
 {{- if not $stable }}
-{{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
-{{- else if ne (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.identity.ordinalMinKubeVersion" $root))) "true" }}
-{{- fail (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), but Kubernetes %s < %s has no pod label apps.kubernetes.io/pod-index, so the chart cannot render it and the text would stay literal. Fix: use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target Kubernetes >= %s. (jobhandlers check: JH025)" $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.identity.ordinalMinKubeVersion" $root) (include "jobhandlers.identity.ordinalMinKubeVersion" $root)) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), which only StatefulSet roles get: in a Deployment the text stays literal. Fix: set handlers.%s.kind=StatefulSet. (jobhandlers check: JH025)" $role $role) }}
+{{- else if ne (include "jobhandlers.gate" (list $root "podIndexLabel")) "true" }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s uses $(JOBHANDLERS_ORDINAL), but Kubernetes %s < %s has no pod label apps.kubernetes.io/pod-index, so the chart cannot render it and the text would stay literal. Fix: use $(JOBHANDLERS_POD_NAME) (the ordinal is its last dash-separated part), or target Kubernetes >= %s. (jobhandlers check: JH025)" $role $root.Capabilities.KubeVersion.Version (include "jobhandlers.gate.version" (list $root "podIndexLabel")) (include "jobhandlers.gate.version" (list $root "podIndexLabel"))) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -145,10 +174,9 @@ $(JOBHANDLERS_POD_NAME) / $(JOBHANDLERS_ORDINAL) exist only where the chart rend
 {{- $tag := include "jobhandlers.imageTag" . }}
 {{- if contains "@" $tag }}
 {{- $parts := splitn "@" 2 $tag }}
-{{- fail (printf "jobhandlers: image.tag=%q holds a digest (@%s): a tag cannot carry one, and the chart copies the tag into the app.kubernetes.io/version label. Fix: move it to image.digest: set image.digest=%s and image.tag=%q (the image is then %s@%s; the tag only names the version label). (jobhandlers check: JH028)" $tag $parts._1 $parts._1 $parts._0 .Values.image.repository $parts._1) }}
-{{- end }}
-{{- if not (regexMatch "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$" $tag) }}
-{{- fail (printf "jobhandlers: image.tag=%q is not an image tag (at most 128 of A-Z a-z 0-9 _ . -, not starting with . or -): the image reference %s:%s is invalid and the kubelet cannot pull it. Fix: set image.tag to the release tag, e.g. \"2\"; a digest goes to image.digest. (jobhandlers check: JH028)" $tag .Values.image.repository $tag) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: image.tag=%q holds a digest (@%s): a tag cannot carry one, and the chart copies the tag into the app.kubernetes.io/version label. Fix: move it to image.digest: set image.digest=%s and image.tag=%q (the image is then %s@%s; the tag only names the version label). (jobhandlers check: JH028)" $tag $parts._1 $parts._1 $parts._0 .Values.image.repository $parts._1) }}
+{{- else if not (regexMatch "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$" $tag) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: image.tag=%q is not an image tag (at most 128 of A-Z a-z 0-9 _ . -, not starting with . or -): the image reference %s:%s is invalid and the kubelet cannot pull it. Fix: set image.tag to the release tag, e.g. \"2\"; a digest goes to image.digest. (jobhandlers check: JH028)" $tag .Values.image.repository $tag) }}
 {{- end }}
 {{- end }}
 
@@ -170,14 +198,31 @@ KEP-4818: beta, on by default in 1.33; GA 1.34). */}}
 {{- range $hook := list "preStop" "postStart" }}
 {{- $sleep := (index ($c.lifecycle | default dict) $hook | default dict).sleep }}
 {{- if $sleep }}
-{{- if not (include "jobhandlers.kubeAtLeast" (list $ (include "jobhandlers.drain.nativeSleepMinKubeVersion" $))) }}
-{{- fail (printf "jobhandlers: %s: container %s has a lifecycle.%s sleep action, but Kubernetes %s < %s has none (PodLifecycleSleepAction is off there): the API server rejects the pod. Fix: use exec: {command: [sleep, \"N\"]} (needs sleep in its image), or target Kubernetes >= %s. (jobhandlers check: JH031)" $key (toString $c.name) $hook $.Capabilities.KubeVersion.Version (include "jobhandlers.drain.nativeSleepMinKubeVersion" $) (include "jobhandlers.drain.nativeSleepMinKubeVersion" $)) }}
-{{- end }}
-{{- if and (eq (int64 ($sleep.seconds | default 0)) 0) (not (include "jobhandlers.kubeAtLeast" (list $ (include "jobhandlers.drain.sleepZeroMinKubeVersion" $)))) }}
-{{- fail (printf "jobhandlers: %s: container %s has lifecycle.%s.sleep.seconds=0, but Kubernetes %s < %s rejects a 0-second sleep (PodLifecycleSleepActionAllowZero is beta, on by default, from 1.33): the API server rejects the pod. Fix: remove the %s hook (a 0-second sleep does nothing), or target Kubernetes >= %s. (jobhandlers check: JH031)" $key (toString $c.name) $hook $.Capabilities.KubeVersion.Version (include "jobhandlers.drain.sleepZeroMinKubeVersion" $) $hook (include "jobhandlers.drain.sleepZeroMinKubeVersion" $)) }}
-{{- end }}
+{{- if not (include "jobhandlers.gate" (list $ "nativeSleep")) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: %s: container %s has a lifecycle.%s sleep action, but Kubernetes %s < %s has none (PodLifecycleSleepAction is off there): the API server rejects the pod. Fix: use exec: {command: [sleep, \"N\"]} (needs sleep in its image), or target Kubernetes >= %s. (jobhandlers check: JH031)" $key (toString $c.name) $hook $.Capabilities.KubeVersion.Version (include "jobhandlers.gate.version" (list $ "nativeSleep")) (include "jobhandlers.gate.version" (list $ "nativeSleep"))) }}
+{{- else if and (eq (int64 ($sleep.seconds | default 0)) 0) (not (include "jobhandlers.gate" (list $ "sleepZero"))) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: %s: container %s has lifecycle.%s.sleep.seconds=0, but Kubernetes %s < %s rejects a 0-second sleep (PodLifecycleSleepActionAllowZero is beta, on by default, from 1.33): the API server rejects the pod. Fix: remove the %s hook (a 0-second sleep does nothing), or target Kubernetes >= %s. (jobhandlers check: JH031)" $key (toString $c.name) $hook $.Capabilities.KubeVersion.Version (include "jobhandlers.gate.version" (list $ "sleepZero")) $hook (include "jobhandlers.gate.version" (list $ "sleepZero"))) }}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A migration Job's sidecars must be native (>= 1.29): a regular one keeps running after
+migrate exits, so the Job never completes. */}}
+{{- define "jobhandlers.checks.migrationSidecars" -}}
+{{- $sidecars := include "jobhandlers.migration.sidecars" . | fromJsonArray }}
+{{- if and .Values.migration.enabled $sidecars (not (include "jobhandlers.sidecars.native" .)) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: the migration Job has sidecars (%s) but Kubernetes %s < %s has no native sidecars: as a regular container a sidecar keeps running after migrate exits, so the Job never completes and the install/upgrade hangs until its timeout. Fix: on Kubernetes >= %s they run as native sidecars; below, remove migration: true from sidecars (and migration.sidecars) and let the migration reach the database directly, or run the proxy as a Service. (jobhandlers check: JH016)" (include "jobhandlers.names" $sidecars) .Capabilities.KubeVersion.Version (include "jobhandlers.gate.version" (list . "nativeSidecars")) (include "jobhandlers.gate.version" (list . "nativeSidecars"))) }}
+{{- end }}
+{{- end }}
+
+{{/* networkPolicy.enabled denies every egress it does not list: without a database peer (or
+the user's own egress rules) no chart pod could reach the database. */}}
+{{- define "jobhandlers.checks.networkPolicy" -}}
+{{- $np := .Values.networkPolicy }}
+{{- if and $np.enabled (not $np.database.to) (not $np.extraEgress) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: networkPolicy.enabled=true, but networkPolicy.database.to is empty and there is no networkPolicy.extraEgress: the policies would deny the handlers, wait-for-migrations, the migration Job and the helm test every connection to the database (%s:%v). Fix: set networkPolicy.database.to to the database's peers, e.g. an ipBlock {cidr: 10.0.0.5/32} for a database outside the cluster or a podSelector/namespaceSelector for one inside, or give networkPolicy.extraEgress rules that reach it. (jobhandlers check: JH041)" .Values.database.host .Values.database.port) }}
 {{- end }}
 {{- end }}

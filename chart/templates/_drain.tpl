@@ -27,7 +27,9 @@ mode, signal (without SIG), command, stopSignal ("" = none)). Call with (list $ 
 {{- $root := index . 0 }}
 {{- $g := $root.Values.drain }}
 {{- $r := (include "jobhandlers.role.spec" . | fromJson).drain | default dict }}
-{{- $out := dict "mode" ($g.mode | default "marker") "signal" ($g.signal | default "TSTP") "command" ($g.command | default list) "stopSignal" ($g.stopSignal | default "") "waitForExit" ($g.waitForExit | default false) }}
+{{- include "jobhandlers.lifecycle.load" $root }}
+{{- $fb := $root.jobhandlersLifecycle.drain.fallback }}
+{{- $out := dict "mode" ($g.mode | default $fb.mode) "signal" ($g.signal | default $fb.signal) "command" ($g.command | default list) "stopSignal" ($g.stopSignal | default "") "waitForExit" ($g.waitForExit | default $fb.waitForExit) }}
 {{- range $k := list "mode" "signal" "command" "stopSignal" "waitForExit" }}
 {{- if and (hasKey $r $k) (not (kindIs "invalid" (index $r $k))) }}{{ $_ := set $out $k (index $r $k) }}{{ end }}
 {{- end }}
@@ -41,26 +43,23 @@ mode, signal (without SIG), command, stopSignal ("" = none)). Call with (list $ 
 
 {{/* The native preStop sleep action: beta and on by default from 1.30
 (PodLifecycleSleepAction; GA 1.34). Below, the API server drops it. */}}
-{{- define "jobhandlers.drain.nativeSleepMinKubeVersion" -}}1.30{{- end }}
 
 {{/* A 0-second sleep action: valid from 1.33 (PodLifecycleSleepActionAllowZero, KEP-4818:
 alpha 1.32, beta and on by default 1.33, GA 1.34); below, the API server rejects it. */}}
-{{- define "jobhandlers.drain.sleepZeroMinKubeVersion" -}}1.33{{- end }}
 
 {{/* lifecycle.stopSignal: from 1.33, alpha behind ContainerStopSignals (off by default). */}}
-{{- define "jobhandlers.drain.stopSignalMinKubeVersion" -}}1.33{{- end }}
 
 {{/* "true" when a role's preStop is the native sleep action. */}}
 {{- define "jobhandlers.drain.nativeSleep" -}}
 {{- $root := index . 0 }}
-{{- if and (eq (include "jobhandlers.drain.mode" .) "none") $root.Values.drain.nativeSleep (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.drain.nativeSleepMinKubeVersion" $root))) }}true{{ end }}
+{{- if and (eq (include "jobhandlers.drain.mode" .) "none") $root.Values.drain.nativeSleep (include "jobhandlers.gate" (list $root "nativeSleep")) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when lifecycle.stopSignal is rendered for a role. */}}
 {{- define "jobhandlers.drain.stopSignalRendered" -}}
 {{- $root := index . 0 }}
 {{- $d := include "jobhandlers.drain.settings" . | fromJson }}
-{{- if and $d.stopSignal $root.Values.drain.stopSignalFeatureGate (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.drain.stopSignalMinKubeVersion" $root))) }}true{{ end }}
+{{- if and $d.stopSignal $root.Values.drain.stopSignalFeatureGate (include "jobhandlers.gate" (list $root "stopSignal")) }}true{{ end }}
 {{- end }}
 
 {{/* command: and args: of a handler container. drain.mode=marker: an `sh -c`
@@ -122,7 +121,7 @@ stop request. */}}
 {{- end }}
 {{- else if $sleep }}
 {{- /* A 0-second wait renders no preStop at all (on every version): `sleep: {seconds: 0}`
-is rejected below 1.33 (sleepZeroMinKubeVersion) and does nothing where it is valid. */}}
+is rejected below 1.33 (gate sleepZero) and does nothing where it is valid. */}}
 {{- if include "jobhandlers.drain.nativeSleep" . }}
 {{- $preStop = dict "sleep" (dict "seconds" $sleep) }}
 {{- else }}

@@ -80,7 +80,7 @@ app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 {{ include "jobhandlers.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "jobhandlers.versionLabel" $root | quote }}
 {{- $labels := deepCopy ($root.Values.podLabels | default dict) }}
-{{- if ne (index . 1) "migration" }}
+{{- if not (has (index . 1) (list "migration" "post-migration")) }}
 {{- $labels = mergeOverwrite $labels ((include "jobhandlers.role.spec" . | fromJson).podLabels | default dict) }}
 {{- else }}
 {{- $labels = mergeOverwrite $labels ($root.Values.migration.podLabels | default dict) }}

@@ -53,13 +53,11 @@ gets the DNS name <pod>.<service>. */}}
 
 {{/* The pod label apps.kubernetes.io/pod-index (KEP-4017: beta and on by default in 1.28,
 GA in 1.32): below 1.28 the label does not exist, so JOBHANDLERS_ORDINAL is not rendered. */}}
-{{- define "jobhandlers.identity.ordinalMinKubeVersion" -}}1.28{{- end }}
 
 {{/* StatefulSet rollingUpdate.maxUnavailable (MaxUnavailableStatefulSet, KEP-961: alpha 1.24,
 beta off by default 1.35, beta on by default 1.37). Where the gate is off the API server
 drops the field silently and the rollout replaces one pod at a time; so it is rendered
 only from 1.37. */}}
-{{- define "jobhandlers.identity.maxUnavailableMinKubeVersion" -}}1.37{{- end }}
 
 {{/* The env a StatefulSet pod's containers get: its identity. JOBHANDLERS_POD_NAME is the
 pod's name (stable), JOBHANDLERS_ORDINAL its index; both usable in args as $(VAR).
@@ -70,7 +68,7 @@ Call with (list $ "role"). Nothing for a Deployment. */}}
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
-{{- if eq (include "jobhandlers.kubeAtLeast" (list (index . 0) (include "jobhandlers.identity.ordinalMinKubeVersion" .))) "true" }}
+{{- if eq (include "jobhandlers.gate" (list (index . 0) "podIndexLabel")) "true" }}
 - name: JOBHANDLERS_ORDINAL
   valueFrom:
     fieldRef:
@@ -91,7 +89,7 @@ serviceName: {{ include "jobhandlers.identity.serviceName" . }}
 podManagementPolicy: {{ $spec.podManagementPolicy | default "Parallel" }}
 {{- $u := deepCopy ($spec.updateStrategy | default (dict "type" "RollingUpdate")) }}
 {{- if eq (toString $u.type) "OnDelete" }}{{ $u = omit $u "rollingUpdate" }}{{ end }}
-{{- if and $u.rollingUpdate (hasKey $u.rollingUpdate "maxUnavailable") (ne (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.identity.maxUnavailableMinKubeVersion" .))) "true") }}
+{{- if and $u.rollingUpdate (hasKey $u.rollingUpdate "maxUnavailable") (ne (include "jobhandlers.gate" (list $root "statefulSetMaxUnavailable")) "true") }}
 {{- $_ := set $u "rollingUpdate" (omit $u.rollingUpdate "maxUnavailable") }}
 {{- end }}
 {{- if and (hasKey $u "rollingUpdate") (not $u.rollingUpdate) }}{{ $u = omit $u "rollingUpdate" }}{{ end }}

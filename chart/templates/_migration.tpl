@@ -45,7 +45,9 @@ helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 
 {{/* ServiceAccount of the migration pod. */}}
 {{- define "jobhandlers.migration.serviceAccountName" -}}
-{{- if and .Values.serviceAccount.create (include "jobhandlers.migration.hookMode" .) }}
+{{- if .jhPost }}
+{{- include "jobhandlers.componentName" (list . "post-migration") }}
+{{- else if and .Values.serviceAccount.create (include "jobhandlers.migration.hookMode" .) }}
 {{- include "jobhandlers.componentName" (list . "migration") }}
 {{- else }}
 {{- include "jobhandlers.serviceAccountName" . }}
@@ -54,7 +56,7 @@ helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 
 {{/* Database Secret of the migration pod. */}}
 {{- define "jobhandlers.migration.databaseSecretName" -}}
-{{- if and (not .Values.database.existingSecret) (include "jobhandlers.migration.hookMode" .) }}
+{{- if and (not .Values.database.existingSecret) (include "jobhandlers.migration.hookMode" .) (not .jhPost) }}
 {{- include "jobhandlers.componentName" (list . "migration-database") }}
 {{- else }}
 {{- include "jobhandlers.databaseSecretName" . }}
@@ -64,14 +66,13 @@ helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{/* The ConfigMap of the config files the migration pod mounts: in hook mode its
 own hook copy (weight hookWeight - 1), like the database Secret. */}}
 {{- define "jobhandlers.migration.filesName" -}}
-{{- if include "jobhandlers.migration.hookMode" . }}
+{{- if and (include "jobhandlers.migration.hookMode" .) (not .jhPost) }}
 {{- include "jobhandlers.componentName" (list . "migration-files") }}
 {{- else }}
 {{- include "jobhandlers.componentName" (list . "files") }}
 {{- end }}
 {{- end }}
 
-{{- define "jobhandlers.migration.podReplacementPolicyMinKubeVersion" -}}1.29{{- end }}
 
 {{/* The Job's spec (hashed for the plain-mode name). */}}
 {{- define "jobhandlers.migration.jobSpec" -}}
@@ -80,17 +81,21 @@ backoffLimit: {{ int64 $m.backoffLimit }}
 {{- /* podReplacementPolicy: Failed = a replacement pod starts only once the previous one has
 fully terminated, so two migrations never overlap. Rendered from 1.29 (JobPodReplacementPolicy,
 KEP-3939: alpha 1.28, beta and on by default 1.29, GA 1.34); below, the API server drops it. */}}
-{{- if and $m.podReplacementPolicy (include "jobhandlers.kubeAtLeast" (list . (include "jobhandlers.migration.podReplacementPolicyMinKubeVersion" .))) }}
+{{- if and $m.podReplacementPolicy (include "jobhandlers.gate" (list . "jobPodReplacementPolicy")) }}
 podReplacementPolicy: {{ $m.podReplacementPolicy }}
 {{- end }}
+{{- if .jhPost }}
+activeDeadlineSeconds: {{ add (int64 $m.activeDeadlineSeconds) (include "jobhandlers.postDeploy.rolloutTimeout" .) }}
+{{- else }}
 activeDeadlineSeconds: {{ int64 $m.activeDeadlineSeconds }}
+{{- end }}
 {{- if not (kindIs "invalid" $m.ttlSecondsAfterFinished) }}
 ttlSecondsAfterFinished: {{ int64 $m.ttlSecondsAfterFinished }}
 {{- end }}
 template:
   metadata:
     labels:
-      {{- include "jobhandlers.podLabels" (list . "migration") | nindent 6 }}
+      {{- include "jobhandlers.podLabels" (list . (ternary "post-migration" "migration" (hasKey . "jhPost"))) | nindent 6 }}
     {{- $seccomp := include "jobhandlers.podSeccompAnnotation" . }}
     {{- $annotations := mergeOverwrite (deepCopy (.Values.podAnnotations | default dict)) ($m.podAnnotations | default dict) }}
     {{- if or $annotations $seccomp .Values.files }}
@@ -111,7 +116,9 @@ template:
     priorityClassName: {{ . }}
     {{- end }}
     serviceAccountName: {{ include "jobhandlers.migration.serviceAccountName" . }}
-    automountServiceAccountToken: false
+    {{- /* the post-deploy Job's wait-for-rollout lists pods: from 1.21 with a token only that
+    init container mounts (below, the legacy automount: every container of the pod, JH038) */}}
+    automountServiceAccountToken: {{ and (hasKey . "jhPost") (not (include "jobhandlers.postDeploy.projectedToken" .)) }}
     {{- with .Values.imagePullSecrets }}
     imagePullSecrets:
       {{- toYaml . | nindent 6 }}
@@ -122,12 +129,14 @@ template:
     {{- $before := include "jobhandlers.pod.initAt" (list $inits "before") | fromJsonArray }}
     {{- $after := include "jobhandlers.pod.initAt" (list $inits "after") | fromJsonArray }}
     {{- $sidecars := include "jobhandlers.migration.sidecars" . | fromJsonArray }}
-    {{- if or $sidecars $before $m.waitForDatabase.enabled $after }}
+    {{- if or $sidecars $before $m.waitForDatabase.enabled $after .jhPost }}
     initContainers:
       {{- with concat $sidecars $before }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
-      {{- if $m.waitForDatabase.enabled }}
+      {{- if .jhPost }}
+      {{- include "jobhandlers.postDeploy.initContainers" . | trim | nindent 6 }}
+      {{- else if $m.waitForDatabase.enabled }}
       - name: wait-for-database
         image: {{ include "jobhandlers.image" . }}
         imagePullPolicy: {{ .Values.image.pullPolicy }}
@@ -163,7 +172,7 @@ template:
         args:
           {{- toYaml . | nindent 10 }}
         {{- end }}
-        {{- include "jobhandlers.pod.envBlock" (list . "migration" (include "jobhandlers.common.env" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
+        {{- include "jobhandlers.pod.envBlock" (list . (ternary "post-migration" "migration" (hasKey . "jhPost")) (include "jobhandlers.common.env" (list . (include "jobhandlers.migration.databaseSecretName" .)))) | nindent 8 }}
         securityContext:
           {{- toYaml .Values.containerSecurityContext | nindent 10 }}
         {{- with include "jobhandlers.resources" (list . $m.resources) }}
@@ -172,9 +181,6 @@ template:
         {{- end }}
         volumeMounts:
           {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 10 }}
-    {{- if and (not (include "jobhandlers.sidecars.native" .)) $sidecars }}
-    {{- fail (printf "jobhandlers: the migration Job has sidecars (%s) but Kubernetes %s < %s has no native sidecars: as a regular container a sidecar keeps running after migrate exits, so the Job never completes and the install/upgrade hangs until its timeout. Fix: on Kubernetes >= %s they run as native sidecars; below, remove migration: true from sidecars (and migration.sidecars) and let the migration reach the database directly, or run the proxy as a Service. (jobhandlers check: JH016)" (include "jobhandlers.names" $sidecars) .Capabilities.KubeVersion.Version (include "jobhandlers.sidecars.minKubeVersion" .) (include "jobhandlers.sidecars.minKubeVersion" .)) }}
-    {{- end }}
     volumes:
       - name: tmp
         emptyDir: {}
@@ -186,6 +192,9 @@ template:
       {{- with include "jobhandlers.migration.list" (list . "extraVolumes") | fromJsonArray }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
+      {{- if and .jhPost (include "jobhandlers.postDeploy.projectedToken" .) }}
+      {{- include "jobhandlers.postDeploy.tokenVolume" . | nindent 6 }}
+      {{- end }}
 {{- end }}
 
 {{/* The Job's name: fixed in hook mode and with jobNameSuffix=fixed, else hashed. */}}
@@ -196,4 +205,203 @@ template:
 {{- $hash := include "jobhandlers.migration.jobSpec" . | sha256sum | trunc 10 }}
 {{- include "jobhandlers.componentName" (list . (printf "migration-%s" $hash)) }}
 {{- end }}
+{{- end }}
+
+{{/*
+The post-deploy phase (commands.postMigrate; README "Two migration phases").
+
+commands.migrate is then the pre-deploy phase (expand: add, backfill) and commands.postMigrate
+the post-deploy phase (contract: drop, rename), GitLab's pre-/post-deployment migrations and
+Mastodon's SKIP_POST_DEPLOYMENT_MIGRATIONS split. The post-deploy Job runs the contract only
+when no handler pod of the release runs another image than its own: the previous image's
+pods, Ready, surplus or still draining (a deleted pod stays until its grace ends, hours for
+long jobs), all count. Its init containers:
+
+  wait-for-migrations  the image's schema check, looped: 0 = the pre-deploy phase is applied
+                       (GitOps mode: the plain migration Job may still run), 4 = a newer image
+                       migrated further: fail.
+  wait-for-rollout     lists the release's pods through the API until none owned by a
+                       ReplicaSet or StatefulSet runs another image (the handler container,
+                       named after the pod's component) — by image, not pod-template hash: a
+                       rollback restores the old image, so a post-deploy Job left waiting by a
+                       failed upgrade never drops what the rolled-back pods still read.
+
+Why the API and not the database: only the API server knows which pods still exist (a draining
+pod is alive and may still run old code for hours); a database-side registry would need every
+app to record its code version with a lease. Least privilege: a namespaced Role with `list` on
+`pods` only (RBAC cannot narrow a list by label), bound to the Job's own ServiceAccount; from
+1.21 the token is a projected, 10-minute token mounted into wait-for-rollout alone (migrate and
+the app never see it); below 1.21 the ServiceAccount token is automounted (JH038).
+
+Hook mode: a post-install,post-upgrade hook (weight migration.postDeploy.hookWeight). helm runs
+post hooks after the release's resources exist (and, with --wait, are Ready): the Job needs
+only those (the regular database Secret, files ConfigMap, its ServiceAccount/Role/RoleBinding),
+and it waits for the old pods to exit, which the Deployments remove by themselves — nothing it
+waits for waits for helm, so `helm upgrade --wait` cannot deadlock; it returns once the
+contract is applied, so give --timeout the longest grace on top (README).
+GitOps mode: the same Job, named with a hash of its spec; migration.postDeploy.gitOps=argocd
+annotates it as an Argo CD PostSync hook, plain applies it with everything else (it waits by
+itself, so it needs no ordering; Flux: see README).
+*/}}
+
+{{- define "jobhandlers.postDeploy.enabled" -}}
+{{- if and .Values.migration.enabled .Values.commands.postMigrate }}true{{ end }}
+{{- end }}
+
+{{/* Projected ServiceAccount token + kube-root-ca.crt: TokenRequestProjection GA 1.20,
+RootCAConfigMap (KEP-1205) GA 1.21. */}}
+{{- define "jobhandlers.postDeploy.projectedToken" -}}
+{{- include "jobhandlers.gate" (list . "projectedServiceAccountToken") }}
+{{- end }}
+
+{{/* The longest effective grace of any enabled role. */}}
+{{- define "jobhandlers.postDeploy.maxGrace" -}}
+{{- $max := 0 }}
+{{- range $role, $spec := .Values.handlers }}
+{{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
+{{- $max = max $max (include "jobhandlers.grace.effective" (list $ $role) | int64) }}
+{{- end }}
+{{- end }}
+{{- $max }}
+{{- end }}
+
+{{/* wait-for-rollout's limit: explicit, else the longest grace + waitForMigrations.timeoutSeconds. */}}
+{{- define "jobhandlers.postDeploy.rolloutTimeout" -}}
+{{- $t := .Values.migration.postDeploy.waitForRollout.timeoutSeconds }}
+{{- if kindIs "invalid" $t }}
+{{- add (include "jobhandlers.postDeploy.maxGrace" . | int64) (int64 .Values.waitForMigrations.timeoutSeconds) }}
+{{- else }}
+{{- int64 $t }}
+{{- end }}
+{{- end }}
+
+{{- define "jobhandlers.postDeploy.tokenDir" -}}
+{{- if include "jobhandlers.postDeploy.projectedToken" . }}/var/run/secrets/jobhandlers{{ else }}/var/run/secrets/kubernetes.io/serviceaccount{{ end }}
+{{- end }}
+
+{{- define "jobhandlers.postDeploy.tokenVolume" -}}
+- name: api-token
+  projected:
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 600
+      - configMap:
+          name: kube-root-ca.crt
+          items:
+            - key: ca.crt
+              path: ca.crt
+{{- end }}
+
+{{/* The default wait: python3 (stdlib only), the API read with the mounted token. Prints the
+old pods whenever the set changes (and every 30 s); exit 0 when none is left, 1 at the timeout,
+143 on SIGTERM. */}}
+{{- define "jobhandlers.postDeploy.waitScript" -}}
+import json, os, signal, ssl, sys, time, urllib.parse, urllib.request
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+e = os.environ
+d, img = e["API_TOKEN_DIR"], e["IMAGE"]
+timeout, interval = int(e["WAIT_TIMEOUT_SECONDS"]), int(e["WAIT_INTERVAL_SECONDS"])
+url = "https://%s:%s/api/v1/namespaces/%s/pods?labelSelector=%s" % (
+    e["KUBERNETES_SERVICE_HOST"], e["KUBERNETES_SERVICE_PORT"], e["POD_NAMESPACE"],
+    urllib.parse.quote(e["RELEASE_SELECTOR"]))
+tls = ssl.create_default_context(cafile=d + "/ca.crt")
+start, last, said, tries = time.time(), None, 0.0, 0
+def old(pod):
+    m, s = pod["metadata"], pod.get("status") or {}
+    if s.get("phase") in ("Succeeded", "Failed"):
+        return False
+    if not any(o.get("kind") in ("ReplicaSet", "StatefulSet") for o in m.get("ownerReferences") or []):
+        return False
+    cs = pod["spec"]["containers"]
+    role = (m.get("labels") or {}).get("app.kubernetes.io/component")
+    c = next((c for c in cs if c["name"] == role), cs[0])
+    return c["image"] != img
+while True:
+    tries += 1
+    try:
+        with open(d + "/token") as f:
+            req = urllib.request.Request(url, headers={"Authorization": "Bearer " + f.read().strip()})
+        items = json.load(urllib.request.urlopen(req, context=tls, timeout=10))["items"]
+        names = sorted(p["metadata"]["name"] + (" (terminating)" if p["metadata"].get("deletionTimestamp") else "")
+                       for p in items if old(p))
+        state = "%d pod(s) of another image: %s" % (len(names), ", ".join(names)) if names else ""
+    except Exception as exc:
+        names, state = None, "cannot list pods: %s" % exc
+    elapsed = int(time.time() - start)
+    if names == []:
+        print("wait-for-rollout: try %d after %ds: ok: every handler pod runs %s" % (tries, elapsed, img), flush=True)
+        sys.exit(0)
+    if state != last or time.time() - said >= 30:
+        print("wait-for-rollout: try %d after %ds: %s" % (tries, elapsed, state), flush=True)
+        last, said = state, time.time()
+    if elapsed >= timeout:
+        print("wait-for-rollout: TIMEOUT after %ds (limit %ds): %s. The post-deploy migration did not run. "
+              "Old pods drain up to their grace; raise migration.postDeploy.waitForRollout.timeoutSeconds "
+              "(JH037), or, after a rollback, delete this Job." % (elapsed, timeout, state), file=sys.stderr)
+        sys.exit(1)
+    time.sleep(interval)
+{{- end }}
+
+{{/* The post-deploy Job's own init containers (after sidecars and "before" extras). */}}
+{{- define "jobhandlers.postDeploy.initContainers" -}}
+{{- $m := .Values.migration }}
+{{- $w := .Values.waitForMigrations }}
+{{- $r := $m.postDeploy.waitForRollout }}
+{{- $env := printf "%s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s" (include "jobhandlers.common.env" (list . (include "jobhandlers.migration.databaseSecretName" .))) (int64 $w.timeoutSeconds | toString | quote) }}
+- name: wait-for-migrations
+  image: {{ include "jobhandlers.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  {{- if .Values.commands.schemaWait }}
+  command:
+    {{- toYaml .Values.commands.schemaWait | nindent 4 }}
+  {{- else }}
+  command:
+    - sh
+    - -c
+    - |-
+      {{- include "jobhandlers.retryLoop" (dict "what" "wait-for-migrations" "timeout" $w.timeoutSeconds "interval" $w.intervalSeconds "hint" "The pre-deploy phase (commands.migrate) has not brought the schema to this image's revision: is the migration Job done?" "ahead" "fail") | nindent 6 }}
+    - wait-for-migrations
+  args:
+    {{- toYaml .Values.commands.schemaCheck | nindent 4 }}
+  {{- end }}
+  {{- include "jobhandlers.pod.envBlock" (list . "post-migration" $env) | nindent 2 }}
+  securityContext:
+    {{- toYaml .Values.containerSecurityContext | nindent 4 }}
+  {{- with include "jobhandlers.resources" (list . $m.resources) }}
+  resources:
+    {{- . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 4 }}
+- name: wait-for-rollout
+  image: {{ $r.image | default (include "jobhandlers.image" .) }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command:
+    {{- toYaml ($r.command | default (list "python3" "-c" (include "jobhandlers.postDeploy.waitScript" .))) | nindent 4 }}
+  env:
+    - name: POD_NAMESPACE
+      value: {{ .Release.Namespace | quote }}
+    - name: RELEASE_SELECTOR
+      value: {{ printf "app.kubernetes.io/name=%s,app.kubernetes.io/instance=%s" (include "jobhandlers.name" .) .Release.Name | quote }}
+    - name: IMAGE
+      value: {{ include "jobhandlers.image" . | quote }}
+    - name: WAIT_TIMEOUT_SECONDS
+      value: {{ include "jobhandlers.postDeploy.rolloutTimeout" . | quote }}
+    - name: WAIT_INTERVAL_SECONDS
+      value: {{ int64 $r.intervalSeconds | quote }}
+    - name: API_TOKEN_DIR
+      value: {{ include "jobhandlers.postDeploy.tokenDir" . | quote }}
+  securityContext:
+    {{- toYaml .Values.containerSecurityContext | nindent 4 }}
+  {{- with include "jobhandlers.resources" (list . $m.resources) }}
+  resources:
+    {{- . | nindent 4 }}
+  {{- end }}
+  {{- if include "jobhandlers.postDeploy.projectedToken" . }}
+  volumeMounts:
+    - name: api-token
+      mountPath: {{ include "jobhandlers.postDeploy.tokenDir" . }}
+      readOnly: true
+  {{- end }}
 {{- end }}

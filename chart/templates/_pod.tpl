@@ -15,10 +15,9 @@ Init container order of a handler pod (Kubernetes runs them in this order):
 {{/* Native sidecars (SidecarContainers: beta, on by default from 1.29; GA 1.33).
 Below, restartPolicy on an init container is dropped by the API server and the
 "sidecar" would block the pod's start forever. */}}
-{{- define "jobhandlers.sidecars.minKubeVersion" -}}1.29{{- end }}
 
 {{- define "jobhandlers.sidecars.native" -}}
-{{- if include "jobhandlers.kubeAtLeast" (list . (include "jobhandlers.sidecars.minKubeVersion" .)) }}true{{ end }}
+{{- if include "jobhandlers.gate" (list . "nativeSidecars") }}true{{ end }}
 {{- end }}
 
 {{/* chart-wide list + the role's list (JSON list). Call with (list $ "role" "key"). */}}
@@ -70,6 +69,9 @@ chart-wide and the role's lists. Call with (list $ "role"|"migration" $chartEnvY
 {{- $envFrom := list }}
 {{- if eq $role "migration" }}
 {{- $env = include "jobhandlers.migration.list" (list $root "env") | fromJsonArray }}
+{{- $envFrom = include "jobhandlers.migration.list" (list $root "envFrom") | fromJsonArray }}
+{{- else if eq $role "post-migration" }}
+{{- $env = concat (include "jobhandlers.migration.list" (list $root "env") | fromJsonArray) ($root.Values.migration.postDeploy.env | default list) }}
 {{- $envFrom = include "jobhandlers.migration.list" (list $root "envFrom") | fromJsonArray }}
 {{- else }}
 {{- $env = include "jobhandlers.pod.list" (list $root $role "env") | fromJsonArray }}
@@ -169,7 +171,7 @@ Call with $ (chart-wide) or (list $ "role"). */}}
 {{- $own = (include "jobhandlers.role.spec" . | fromJson).podSecurityContext | default dict }}
 {{- end }}
 {{- $ctx := mergeOverwrite (deepCopy $root.Values.podSecurityContext) $own }}
-{{- if not (include "jobhandlers.kubeAtLeast" (list $root "1.19")) }}
+{{- if not (include "jobhandlers.gate" (list $root "seccompField")) }}
 {{- $_ := unset $ctx "seccompProfile" }}
 {{- end }}
 {{- toYaml $ctx }}
@@ -184,7 +186,7 @@ Call with $ (chart-wide) or (list $ "role"). */}}
 {{/* Below 1.19: the seccomp annotation equivalent to podSecurityContext.seccompProfile. */}}
 {{- define "jobhandlers.podSeccompAnnotation" -}}
 {{- $profile := (.Values.podSecurityContext.seccompProfile | default dict) }}
-{{- if and $profile (not (include "jobhandlers.kubeAtLeast" (list . "1.19"))) }}
+{{- if and $profile (not (include "jobhandlers.gate" (list . "seccompField"))) }}
 {{- if eq (toString $profile.type) "RuntimeDefault" }}
 seccomp.security.alpha.kubernetes.io/pod: runtime/default
 {{- else if eq (toString $profile.type) "Localhost" }}
@@ -197,18 +199,16 @@ seccomp.security.alpha.kubernetes.io/pod: unconfined
 
 {{/* topologySpreadConstraints are honoured from 1.18 (EvenPodsSpread beta); matchLabelKeys
 (spread each rollout's pods on their own, MatchLabelKeysInPodTopologySpread beta) from 1.27. */}}
-{{- define "jobhandlers.spread.minKubeVersion" -}}1.18{{- end }}
-{{- define "jobhandlers.spread.matchLabelKeysMinKubeVersion" -}}1.27{{- end }}
 
 {{/* The role's topologySpreadConstraints (YAML list or ""). null: spread over nodes. */}}
 {{- define "jobhandlers.pod.topologySpread" -}}
 {{- $root := index . 0 }}
 {{- $role := index . 1 }}
 {{- $spec := include "jobhandlers.role.spec" . | fromJson }}
-{{- if include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.spread.minKubeVersion" $root)) }}
+{{- if include "jobhandlers.gate" (list $root "spread") }}
 {{- if kindIs "invalid" $spec.topologySpreadConstraints }}
 {{- $c := dict "maxSkew" 1 "topologyKey" "kubernetes.io/hostname" "whenUnsatisfiable" "ScheduleAnyway" "labelSelector" (dict "matchLabels" (include "jobhandlers.selectorLabels" (list $root $role) | fromYaml)) }}
-{{- if include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.spread.matchLabelKeysMinKubeVersion" $root)) }}
+{{- if include "jobhandlers.gate" (list $root "spreadMatchLabelKeys") }}
 {{- $_ := set $c "matchLabelKeys" (list "pod-template-hash") }}
 {{- end }}
 {{- toYaml (list $c) }}
@@ -304,13 +304,12 @@ pdb.unhealthyPodEvictionPolicy; rendered from 1.27 (PDBUnhealthyPodEvictionPolic
 alpha 1.26, beta and on by default 1.27, GA 1.31), "" below or when null. AlwaysAllow lets
 a drain evict a role's pods that run but are not Ready (drain mode, startDrained, a readiness
 outage) instead of hanging on the budget. Call with (list $ "role"). */}}
-{{- define "jobhandlers.pdb.unhealthyPodEvictionPolicyMinKubeVersion" -}}1.27{{- end }}
 
 {{- define "jobhandlers.pdb.unhealthyPodEvictionPolicy" -}}
 {{- $root := index . 0 }}
 {{- $own := ((include "jobhandlers.role.spec" . | fromJson).pdb | default dict).unhealthyPodEvictionPolicy }}
 {{- $policy := $own | default ($root.Values.pdb | default dict).unhealthyPodEvictionPolicy }}
-{{- if and $policy (include "jobhandlers.kubeAtLeast" (list $root (include "jobhandlers.pdb.unhealthyPodEvictionPolicyMinKubeVersion" $root))) }}
+{{- if and $policy (include "jobhandlers.gate" (list $root "pdbUnhealthyPodEvictionPolicy")) }}
 {{- $policy }}
 {{- end }}
 {{- end }}

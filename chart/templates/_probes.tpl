@@ -20,21 +20,16 @@ stopping marker may exist.
   startup: readiness.maxAgeSeconds (a handler is started once it is fresh enough to be Ready).
 */}}
 
-{{/* "true" when the cluster is >= the given major.minor. The "-0" makes
-pre-release/vendor versions such as v1.29.3-eks-1 match. Call with (list $ "1.25"). */}}
-{{- define "jobhandlers.kubeAtLeast" -}}
-{{- $root := index . 0 }}
-{{- if semverCompare (printf ">=%s-0" (index . 1)) $root.Capabilities.KubeVersion.Version }}true{{ end }}
-{{- end }}
 
-{{/* The Kubernetes probe handler kinds, and ours. */}}
+{{/* The probe handler kinds, Kubernetes' and ours (lifecycle.yaml probe.handlerKinds),
+space-separated. Call with the root context. */}}
 {{- define "jobhandlers.probe.handlerKinds" -}}
-exec httpGet tcpSocket grpc heartbeat
+{{- include "jobhandlers.lifecycle.load" . }}
+{{- join " " .jobhandlersLifecycle.probe.handlerKinds }}
 {{- end }}
 
 {{/* grpc probes: beta and on by default from 1.24 (GRPCContainerProbe; GA 1.27).
 Below, the API server drops the field and the container has no probe at all. */}}
-{{- define "jobhandlers.probe.grpcMinKubeVersion" -}}1.24{{- end }}
 
 {{/* The spec of a role, {} for a null role. Call with (list $ "role"). */}}
 {{- define "jobhandlers.role.spec" -}}
@@ -199,7 +194,7 @@ timeoutSeconds: {{ $p.timeoutSeconds }}
 {{- if and (eq $kind "readiness") (ne (int64 $p.successThreshold) 1) }}
 successThreshold: {{ $p.successThreshold }}
 {{- end }}
-{{- if and (ne $kind "readiness") $p.grace (include "jobhandlers.kubeAtLeast" (list $root "1.25")) }}
+{{- if and (ne $kind "readiness") $p.grace (include "jobhandlers.gate" (list $root "probeGrace")) }}
 terminationGracePeriodSeconds: {{ $p.grace }}
 {{- end }}
 {{- end }}

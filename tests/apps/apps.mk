@@ -11,9 +11,9 @@ GALAXY_VENV := $(GALAXY_DIR)/.venv
 # pip 23.2 backtracks without end on Galaxy's pins; the Galaxy venv gets this pip first
 GALAXY_PIP := pip==26.3
 
-.PHONY: app-images procrastinate-image chancy-image huey-image pgbouncer-image noshell-image app-venv test-apps galaxy-image galaxy25-image galaxy-venv test-galaxy
+.PHONY: app-images procrastinate-image chancy-image huey-image pgbouncer-image noshell-image app-venv test-apps galaxy-image galaxy25-image galaxy-venv test-galaxy celery-image rabbitmq-image
 
-app-images: procrastinate-image chancy-image huey-image pgbouncer-image noshell-image galaxy-image galaxy25-image ## build the test app images (procrastinate, chancy :1 and :2, huey:1, pgbouncer, noshell, galaxy:26.1 and :25.1); ~1 s when up to date
+app-images: procrastinate-image chancy-image huey-image pgbouncer-image noshell-image galaxy-image galaxy25-image celery-image rabbitmq-image ## build the test app images (procrastinate, chancy :1 and :2, huey:1, pgbouncer, noshell, galaxy:26.1 and :25.1, celery:1, rabbitmq:1); ~1 s when up to date
 
 procrastinate-image: venv docker-up
 	@t0=$$SECONDS; PY=$(PY) $(PROCRASTINATE_DIR)/build-image.sh; echo "procrastinate-image: $$((SECONDS - t0)) s"
@@ -23,6 +23,12 @@ chancy-image: venv docker-up
 
 huey-image: venv docker-up ## jobhandlers/huey:1: Django + huey (SqlHuey on PostgreSQL), drains on SIGINT
 	@t0=$$SECONDS; PY=$(PY) $(HUEY_DIR)/build-image.sh; echo "huey-image: $$((SECONDS - t0)) s"
+
+celery-image: venv docker-up ## jobhandlers/celery:1: Django + Celery 5.7 (RabbitMQ transport), warm shutdown on SIGTERM
+	@t0=$$SECONDS; PY=$(PY) $(APPS_DIR)/celery/build-image.sh; echo "celery-image: $$((SECONDS - t0)) s"
+
+rabbitmq-image: docker-up ## jobhandlers/rabbitmq:1 (Debian's rabbitmq-server 3.10): the broker of the Celery scenarios
+	@t0=$$SECONDS; $(APPS_DIR)/rabbitmq/build-image.sh; echo "rabbitmq-image: $$((SECONDS - t0)) s"
 
 pgbouncer-image: docker-up ## jobhandlers/pgbouncer:1 (Debian's pgbouncer): the database proxy sidecar of the pod-shape scenarios
 	@t0=$$SECONDS; $(APPS_DIR)/pgbouncer/build-image.sh; echo "pgbouncer-image: $$((SECONDS - t0)) s"

@@ -23,6 +23,7 @@ from jobhandlers.invariants import (
     of_kind,
     pod_spec,
     role_container,
+    secret_refs,
 )
 
 # the values file, relative to this test file
@@ -32,12 +33,11 @@ MIGRATION_ENABLED = True
 HOOK_MODE = True
 HOOK_WEIGHT_VALUE = -5
 WAIT_FOR_MIGRATIONS = True
-SCHEMA_CHECK = 'python manage.py migrate --check'
-IMAGE_TAG = '2.3.1'
+SCHEMA_CHECK = 'django-admin migrate --check'
+IMAGE_TAG = '1'
 # role -> effective terminationGracePeriodSeconds, DRAIN_DEADLINE_SECONDS, PDB on/off.
 ROLES = {
-    'job': {'drain_deadline': 3615, 'grace': 3640, 'pdb': True},
-    'web': {'drain_deadline': 45, 'grace': 70, 'pdb': True},
+    'job': {'drain_deadline': 135, 'grace': 152, 'pdb': True},
 }
 # kube version -> startupProbe rendered, liveness initialDelaySeconds, probe-level grace, PDB apiVersion.
 PER_VERSION = {
@@ -52,73 +52,41 @@ PER_VERSION = {
 }
 # kube version -> role -> probe kind -> handler and thresholds (None: not rendered).
 PROBES = {
-    '1.16': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 300, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': None},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 300, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
+    '1.16': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 300, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
          'startup': None}},
-    '1.17': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 300, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': None},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 300, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
+    '1.17': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 300, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
          'startup': None}},
-    '1.18': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 20}},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
-    '1.20': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 20}},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
-    '1.25': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 20}},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
-    '1.28': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 20}},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
-    '1.34': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 20}},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
-    '1.37': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 20},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 20},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 20}},
- 'web': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'httpGet', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 2, 'timeoutSeconds': 2},
-         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'httpGet', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
+    '1.18': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
+         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 15}}},
+    '1.20': {'job': {'liveness': {'failureThreshold': 3, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
+         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 15}}},
+    '1.25': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
+         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 15}}},
+    '1.28': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
+         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 15}}},
+    '1.34': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
+         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 15}}},
+    '1.37': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': False, 'initialDelaySeconds': 0, 'periodSeconds': 60, 'timeoutSeconds': 15},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 30, 'timeoutSeconds': 15},
+         'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': False, 'periodSeconds': 1, 'timeoutSeconds': 15}}},
 }
 # kube version -> role -> init container order, regular sidecars, drain adapter, node-loss toleration.
 PODS = {
-    '1.16': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.17': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.18': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.20': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.25': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.28': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.34': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'sleep', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'sleep', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.37': {'job': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'sleep', 'regular_sidecars': [], 'stop_signal': False},
- 'web': {'drain_mode': 'none', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'sleep', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.16': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.17': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.18': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.20': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.25': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.28': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.34': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
+    '1.37': {'job': {'drain_mode': 'command', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
 }
 
 
@@ -149,6 +117,18 @@ def test_migration_job_is_pre_install_pre_upgrade_hook(rendered: tuple[str, list
     assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
     assert hook_phases(jobs[0]) == {"pre-install", "pre-upgrade"}
     assert annotations(jobs[0])[HOOK_WEIGHT] == str(HOOK_WEIGHT_VALUE)
+
+def test_migration_secret_is_an_earlier_hook(rendered: tuple[str, list[dict[str, Any]]]) -> None:
+    """The chart-created Secret the pre-install migration Job reads must itself be a hook
+    with a lower weight, or the Job waits for a Secret helm creates only later."""
+    _, objects = rendered
+    job = of_kind(objects, "Job")[0]
+    chart_secrets = {s["metadata"]["name"]: s for s in of_kind(objects, "Secret")}
+    used = [chart_secrets[name] for name in sorted(secret_refs(pod_spec(job))) if name in chart_secrets]
+    assert used, "the migration Job reads no chart-created Secret"
+    for secret in used:
+        assert {"pre-install", "pre-upgrade"} <= hook_phases(secret), secret["metadata"]["name"]
+        assert int(annotations(secret)[HOOK_WEIGHT]) < HOOK_WEIGHT_VALUE, secret["metadata"]["name"]
 
 
 def test_wait_for_migrations_gates_every_handler(rendered: tuple[str, list[dict[str, Any]]]) -> None:

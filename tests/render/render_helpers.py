@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import helm, model
+from generator.invariants import role_container
 
 EXAMPLES: list[Path] = helm.examples()
 VERSIONS: tuple[str, ...] = model.KUBE_VERSIONS
@@ -86,9 +87,10 @@ def role_of(deployment: dict[str, Any]) -> str:
 
 
 def main_container(deployment: dict[str, Any]) -> dict[str, Any]:
-    """The handler container (named after the role)."""
-    role = role_of(deployment)
-    (container,) = [c for c in pod_spec(deployment)["containers"] if c["name"] == role]
+    """The handler container: the generated tests' accessor (generator.invariants), the one
+    way every test finds it (by JOBHANDLERS_ROLE), named after the role."""
+    container = role_container(deployment)
+    assert container["name"] == role_of(deployment), container["name"]
     return container
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from generator import helm, model
+from generator.invariants import role_container
 
 VERSIONS = model.KUBE_VERSIONS
 
@@ -23,7 +24,7 @@ def deployment(objs: list[dict[str, Any]], role: str) -> dict[str, Any]:
 
 
 def container(objs: list[dict[str, Any]], role: str) -> dict[str, Any]:
-    return deployment(objs, role)["spec"]["template"]["spec"]["containers"][0]
+    return role_container(deployment(objs, role))
 
 
 def fail_message(**kwargs: Any) -> str:
@@ -129,7 +130,7 @@ def test_stop_signal_only_where_the_cluster_honours_it(version: str) -> None:
         assert "JH019" in fail_message(overrides=over, kube_version=version)
         return
     dep = deployment(helm.render(overrides=over, kube_version=version), "job")
-    assert dep["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["stopSignal"] == "SIGQUIT"
+    assert role_container(dep)["lifecycle"]["stopSignal"] == "SIGQUIT"
     assert dep["spec"]["template"]["spec"]["os"] == {"name": "linux"}
 
 

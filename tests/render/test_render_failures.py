@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator import helm, model
+from generator.invariants import role_container
 
 DEFAULTS_JOB = model.computed_grace(300, 1.0, 30, 10)  # chart/values.yaml: handlers.job
 
@@ -64,7 +65,7 @@ def test_forced_startup_probe_needs_the_feature_gate_below_118(version):
 
 def test_force_without_gate_is_harmless_where_supported():
     objs = helm.render(kube_version="1.18", overrides={"startupProbe": {"force": True}})
-    assert all("startupProbe" in d["spec"]["template"]["spec"]["containers"][0] for d in helm.by_kind(objs, "Deployment"))
+    assert all("startupProbe" in role_container(d) for d in helm.by_kind(objs, "Deployment"))
 
 
 @pytest.mark.parametrize(
@@ -106,3 +107,37 @@ def test_rollback_downgrade_hook_and_its_prerequisites():
     assert "without commands.downgrade" in msg and "JH022" in msg
     msg = fail_message(overrides={**over, "migration": {"onRollback": "downgrade", "useHelmHooks": False}})
     assert "only helm runs pre-rollback hooks" in msg
+
+
+def test_every_problem_is_reported_at_once_and_check_finds_the_same(tmp_path):
+    """GitLab checkConfig style: the chart collects every refusal and fails once, each line
+    with its rule id; `jobhandlers check` reports (at least) the same ids first."""
+    import json
+    import re
+    import subprocess
+    import sys
+
+    values = {
+        "database": {"createdByRelease": True, "secretIsHook": False},
+        "handlers": {"job": {"maxJobRuntimeSeconds": 600, "terminationGracePeriodSeconds": 5,
+                             "drain": {"mode": "command"}}},
+        "migration": {"onRollback": "downgrade"},
+    }
+    msg = fail_message(overrides=values)
+    lines = [line for line in msg.splitlines() if line.startswith("- jobhandlers: ")]
+    ids = [re.search(r"\(jobhandlers check: (JH\d{3})\)$", line).group(1) for line in lines]
+    assert msg.startswith(f"jobhandlers: {len(lines)} problems in the values")
+    assert sorted(set(ids)) == ["JH001", "JH004", "JH005", "JH020", "JH022"], msg
+    path = tmp_path / "many.yaml"
+    path.write_text(json.dumps(values))
+    proc = subprocess.run([sys.executable, "-m", "generator.cli", "check", str(path), "--format", "json"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1, proc.stderr
+    found = {f["rule"] for f in json.loads(proc.stdout)["findings"] if f["severity"] == "error"}
+    assert set(ids) <= found, (ids, found)
+
+
+def test_one_problem_is_one_line_without_a_header():
+    msg = fail_message(overrides={"handlers": {"job": {"terminationGracePeriodSeconds": 5}}})
+    assert msg.startswith("jobhandlers: handlers.job.terminationGracePeriodSeconds=5 ")
+    assert "\n" not in msg.strip() and msg.rstrip().endswith("(jobhandlers check: JH001)")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from generator import helm, model
+from generator.invariants import role_container
 from generator.rules import _restricted_problems
 from generator.values import merged
 
@@ -92,7 +93,7 @@ def test_chart_wide_and_per_role_lists_merge() -> None:
             "migration": {"env": [{"name": "C", "value": "mig"}]}}
     objs = helm.render(overrides=over)
     web = pod(deployment(objs, "web"))
-    c = web["containers"][0]
+    c = role_container(deployment(objs, "web"))
     env = [e["name"] for e in c["env"]]
     assert env.index("JOBHANDLERS_ROLE") < env.index("A") < env.index("B")
     assert c["envFrom"] == [{"secretRef": {"name": "shared"}}, {"configMapRef": {"name": "web"}}]
@@ -106,7 +107,7 @@ def test_chart_wide_and_per_role_lists_merge() -> None:
     assert meta["labels"]["team"] == "a" and meta["labels"]["role-owner"] == "web"
     assert web["priorityClassName"] == "web-critical"
     assert pod(deployment(objs, "job"))["priorityClassName"] == "jobs"
-    assert "B" not in [e["name"] for e in pod(deployment(objs, "job"))["containers"][0]["env"]]
+    assert "B" not in [e["name"] for e in role_container(deployment(objs, "job"))["env"]]
     (job,) = helm.by_kind(objs, "Job")
     mig_env = [e["name"] for e in pod(job)["containers"][0]["env"]]
     assert mig_env == [*model.common_env_names(merged(over)), "A", "C"]
@@ -134,7 +135,7 @@ def test_config_files_roll_the_pods_and_the_hook_reads_its_own_copy() -> None:
     assert {"name": "files", "configMap": {"name": "demo-jobhandlers-migration-files"}} in pod(job)["volumes"]
     web = pod(deployment(objs, "web"))
     assert {"name": "files", "configMap": {"name": "demo-jobhandlers-files"}} in web["volumes"]
-    assert {"name": "files", "mountPath": "/etc/jobhandlers", "readOnly": True} in web["containers"][0]["volumeMounts"]
+    assert {"name": "files", "mountPath": "/etc/jobhandlers", "readOnly": True} in role_container(deployment(objs, "web"))["volumeMounts"]
     # plain mode (no hooks): the Job reads the release's ConfigMap
     _, plain = files_checksums({"app.ini": "x"}, hooks=False)
     assert [m["metadata"]["name"] for m in helm.by_kind(plain, "ConfigMap")] == ["demo-jobhandlers-files"]
@@ -162,9 +163,9 @@ def test_security_context_overrides_merge_and_keep_the_rest() -> None:
                                                        "podSecurityContext": {"fsGroup": 2000}}}})
     web = pod(deployment(objs, "web"))
     assert web["securityContext"]["fsGroup"] == 2000 and web["securityContext"]["runAsNonRoot"] is True
-    ctx = web["containers"][0]["securityContext"]
+    ctx = role_container(deployment(objs, "web"))["securityContext"]
     assert ctx["readOnlyRootFilesystem"] is False and ctx["capabilities"] == {"drop": ["ALL"]}
-    assert pod(deployment(objs, "job"))["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert role_container(deployment(objs, "job"))["securityContext"]["readOnlyRootFilesystem"] is True
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -202,7 +203,7 @@ def test_rollout_and_placement_overrides() -> None:
     assert {t["key"]: t["tolerationSeconds"] for t in pod(web)["tolerations"]} == {
         "node.kubernetes.io/unreachable": 5, "node.kubernetes.io/not-ready": 60}
     assert "tolerations" not in pod(deployment(objs, "job"))
-    assert [p["name"] for p in pod(web)["containers"][0]["ports"]] == ["http", "metrics"]
+    assert [p["name"] for p in role_container(web)["ports"]] == ["http", "metrics"]
     (svc,) = helm.by_kind(objs, "Service")
     assert svc["spec"]["type"] == "NodePort" and svc["metadata"]["annotations"] == {"a": "b"}
     assert [p["name"] for p in svc["spec"]["ports"]] == ["http", "metrics"]

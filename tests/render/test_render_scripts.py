@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from generator import helm
+from generator.invariants import role_container
 
 
 def run(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -270,7 +271,7 @@ def test_wait_for_exit_prestop_ends_on_sigterm() -> None:
     objs = helm.render(overrides={"handlers": {"job": {"maxJobRuntimeSeconds": 300, "drain": {
         "mode": "signal", "signal": "INT", "waitForExit": True}}}})
     (dep,) = [d for d in helm.by_kind(objs, "Deployment") if d["metadata"]["name"] == "demo-jobhandlers-job"]
-    pre_stop = dep["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+    pre_stop = role_container(dep)["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop[:2] == ["sh", "-c"]
     proc, pid1 = as_pid1(["sh", "-c", 'trap "" INT; sh -c "$1"; echo "preStop exit $?"', "pid1", pre_stop[2]])
     time.sleep(1.5)

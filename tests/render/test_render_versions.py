@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from generator import helm, model
+from generator.invariants import role_container
 
 
 def handler_containers(objs):
-    return [d["spec"]["template"]["spec"]["containers"][0] for d in helm.by_kind(objs, "Deployment")]
+    return [role_container(d) for d in helm.by_kind(objs, "Deployment")]
 
 
 @pytest.mark.parametrize(

@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 
 from fuzz_support import (PARITY_VERSIONS_NEW, PARITY_VERSIONS_OLD, assert_no_crash, lifecycle_mutations,
                           run_inprocess, scaled)
-from generator import helm, model
+from generator import helm, lifecycle, model
 from generator.invariants import deployments_by_role, env_value, pod_spec, role_container
 from generator.values import load_values, merged
 
 PARITY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parity"
-# Rules the chart enforces itself (a `fail` in chart/templates/): README "Policy rules".
-CHART_RULES = frozenset({"JH001", "JH004", "JH005", "JH007", "JH015", "JH016", "JH019", "JH020", "JH022"})
+# Rules the chart enforces itself (chart/templates/_checks.tpl): `chart: true` in chart/lifecycle.yaml.
+CHART_RULES = frozenset(lifecycle.chart_rules())
 
 # fixture -> kube version -> helm renders it (and so check passes it); what each one was.
 EXPECTED: dict[str, dict[str, bool]] = {

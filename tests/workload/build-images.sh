@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build jobhandlers/workload:1, jobhandlers/workload:2 and jobhandlers/postgres:15 with no
+# Build jobhandlers/workload:1, :2, :3 and jobhandlers/postgres:15 with no
 # container registry: bases come from Debian packages (tests/images/rootfs-image.sh),
 # Python wheels are fetched on the host with pip into the build context.
 #
@@ -53,7 +53,7 @@ build_workload() {
   rm -rf "$ctx/workload/src"
   "$py" -m pip download -q --only-binary=:all: --implementation cp --python-version "$pyver" "${plat[@]}" \
     -d "$ctx/workload/wheels" 'psycopg[binary]==3.3.9'
-  for v in 1 2; do
+  for v in 1 2 3; do
     log "docker build jobhandlers/workload:$v (base $base)"
     DOCKER_BUILDKIT=0 docker build -q -f "$here/Dockerfile" --build-arg BASE_IMAGE="$base" \
       --build-arg WORKLOAD_VERSION="$v" -t "jobhandlers/workload:$v" "$ctx/workload" >/dev/null
@@ -81,4 +81,4 @@ case $what in
   workload) build_workload ;;
   postgres) build_postgres ;;
 esac
-log "built: $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E '^jobhandlers/(workload:[12]|postgres:15)$' | sort | tr '\n' ' ')"
+log "built: $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E '^jobhandlers/(workload:[123]|postgres:15)$' | sort | tr '\n' ' ')"

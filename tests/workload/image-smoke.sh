@@ -8,7 +8,7 @@ net=$id pg=$id-pg
 fail() { echo "FAIL: $*" >&2; docker logs "$pg" 2>&1 | tail -n 20 >&2 || true; exit 1; }
 cleanup() { docker rm -f "$pg" "$id-job" >/dev/null 2>&1 || true; docker network rm "$net" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-for img in jobhandlers/workload:1 jobhandlers/workload:2 jobhandlers/postgres:15; do
+for img in jobhandlers/workload:1 jobhandlers/workload:2 jobhandlers/workload:3 jobhandlers/postgres:15; do
   docker image inspect "$img" >/dev/null 2>&1 || fail "$img is missing; run 'make image'"
 done
 secure=(--read-only --cap-drop ALL --security-opt no-new-privileges)

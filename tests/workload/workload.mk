@@ -3,10 +3,10 @@ WORKLOAD_DIR := $(ROOT)/tests/workload
 
 .PHONY: image workload-image postgres-image test-workload test-image bench-workload workload-dev
 
-image: venv docker-up ## build jobhandlers/workload:1, :2 and jobhandlers/postgres:15 (no registry needed)
+image: venv docker-up ## build jobhandlers/workload:1, :2, :3 and jobhandlers/postgres:15 (no registry needed)
 	PY=$(PY) $(WORKLOAD_DIR)/build-images.sh all
 
-workload-image: venv docker-up ## build only jobhandlers/workload:1 and :2
+workload-image: venv docker-up ## build only jobhandlers/workload:1, :2 and :3
 	PY=$(PY) $(WORKLOAD_DIR)/build-images.sh workload
 
 postgres-image: docker-up ## build only jobhandlers/postgres:15

@@ -4,6 +4,7 @@ images loaded into it, the external PostgreSQL, and one fresh Scenario per test
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -127,16 +128,17 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f"rep_{rep.when}", rep)
 
 
-@pytest.fixture
-def scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
-             namespace_factory_function_scope, scenario_summary: dict, tmp_path: Path) -> Iterator[Scenario]:
-    """A fresh namespace (PSA restricted), database and release for one test."""
-    short = request.node.name.split("[")[0].removeprefix("test_")[:18].rstrip("_").replace("_", "-")
+@contextlib.contextmanager
+def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster, namespace_factory,
+                   scenario_summary: dict, workdir: Path, tag: str = "") -> Iterator[Scenario]:
+    """A fresh namespace (PSA restricted), database and release; dumped on failure, removed after."""
+    short = request.node.name.split("[")[0].removeprefix("test_")[:18].rstrip("_").replace("_", "-") + tag
     namespace = f"jh-{short}-{secrets.token_hex(2)}"
     progress = Progress(short)
     with progress.phase(f"namespace {namespace} + database"):
-        namespace_factory_function_scope(namespace, extra_metadata={"labels": dict(RESTRICTED_LABELS)})
-        sc = Scenario(kube, helm, postgres, namespace, tmp_path, progress, kube_cluster.kube_client).open()
+        namespace_factory(namespace, extra_metadata={"labels": dict(RESTRICTED_LABELS)})
+        workdir.mkdir(parents=True, exist_ok=True)
+        sc = Scenario(kube, helm, postgres, namespace, workdir, progress, kube_cluster.kube_client).open()
     started = time.monotonic()
     try:
         yield sc
@@ -145,7 +147,28 @@ def scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cl
         failed = rep is None or rep.failed
         with progress.phase("cleanup"):
             sc.close(failed, delete_namespace=False)  # the namespace factory deletes and waits
-        scenario_summary[request.node.name] = {
+        scenario_summary[request.node.name + (f"[{tag.lstrip('-')}]" if tag else "")] = {
             "passed": not failed, "seconds": round(time.monotonic() - started, 1),
             "phases": progress.phases, "facts": progress.facts,
         }
+
+
+@pytest.fixture
+def scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
+             namespace_factory_function_scope, scenario_summary: dict, tmp_path: Path) -> Iterator[Scenario]:
+    """A fresh namespace (PSA restricted), database and release for one test."""
+    with _open_scenario(request, kube, helm, postgres, kube_cluster, namespace_factory_function_scope,
+                        scenario_summary, tmp_path) as sc:
+        yield sc
+
+
+@pytest.fixture
+def scenario_pair(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
+                  namespace_factory_function_scope, scenario_summary: dict,
+                  tmp_path: Path) -> Iterator[tuple[Scenario, Scenario]]:
+    """Two independent scenarios (namespaces -a and -b) for one test that runs two variants at once."""
+    with _open_scenario(request, kube, helm, postgres, kube_cluster, namespace_factory_function_scope,
+                        scenario_summary, tmp_path / "a", "-a") as a, \
+            _open_scenario(request, kube, helm, postgres, kube_cluster, namespace_factory_function_scope,
+                           scenario_summary, tmp_path / "b", "-b") as b:
+        yield a, b

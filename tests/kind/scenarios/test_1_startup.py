@@ -1,5 +1,5 @@
-"""Startup: migrations before handlers (scenario 1) and proof that the naive chart
-crash-loops under the same conditions (scenario 2)."""
+"""Startup: migrations before handlers (scenario 1a) and proof that the naive chart
+crash-loops under the same conditions (scenario 1b); GitOps mode (1c)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _all_ready_after(sc: Scenario, t0: float) -> float | None:
     return next((t for t, n in ready_series(sc.timeline, t0) if n >= want), None)
 
 
-def test_1_fresh_install_slow_migration(scenario: Scenario) -> None:
+def test_1a_fresh_install_slow_migration(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     with p.phase(f"helm install --wait with a {MIGRATION_SECONDS}s migration"):
         res = sc.install({"migration": {"extraArgs": ["--slow", str(MIGRATION_SECONDS)]},
@@ -84,7 +84,7 @@ def test_1_fresh_install_slow_migration(scenario: Scenario) -> None:
         p.fact("restarts_total", 0)
 
 
-def test_2_naive_chart_restarts(scenario: Scenario) -> None:
+def test_1b_naive_chart_restarts(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     naive = {"waitForMigrations": {"enabled": False}, "startupProbe": {"enabled": False},
              "migration": {"useHelmHooks": False, "extraArgs": ["--slow", str(MIGRATION_SECONDS)]}}
@@ -107,10 +107,10 @@ def test_2_naive_chart_restarts(scenario: Scenario) -> None:
         p.fact("handler_exit_codes", exit_codes)
         p.fact("install_to_all_ready_s", _all_ready_after(sc, res.started))
         assert sum(restarts.values()) > 0, (
-            "the naive chart showed no handler restart: scenario 1 would not be measuring anything")
+            "the naive chart showed no handler restart: scenario 1a would not be measuring anything")
 
 
-def test_9_gitops_mode_pods_wait_in_init(scenario: Scenario) -> None:
+def test_1c_gitops_mode_pods_wait_in_init(scenario: Scenario) -> None:
     """Without hooks (Argo CD / Flux) the handler pods start while the plain Job migrates:
     the wait-for-migrations init container really waits, and still nothing restarts."""
     sc, p = scenario, scenario.progress

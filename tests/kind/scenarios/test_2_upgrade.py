@@ -1,6 +1,6 @@
 """Upgrades: a new migration runs as a pre-upgrade hook while the old pods keep serving
-(scenario 3); a failing migration stops the upgrade and leaves the old release serving
-(scenario 4)."""
+(scenario 2a); a failing migration stops the upgrade and leaves the old release serving
+(scenario 2b)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _images(sc: Scenario) -> dict[str, str]:
     return {role: d["spec"]["template"]["spec"]["containers"][0]["image"] for role, d in sc.deployments().items()}
 
 
-def test_3_upgrade_to_v2(scenario: Scenario) -> None:
+def test_2a_upgrade_to_v2(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     with p.phase("install v1"):
         sc.install(V1).check("helm install v1")
@@ -86,7 +86,7 @@ def test_3_upgrade_to_v2(scenario: Scenario) -> None:
         assert s["failed"] == 0, f"failed requests during the upgrade: {s['failures']}"
 
 
-def test_4_failed_migration_on_upgrade(scenario: Scenario) -> None:
+def test_2b_failed_migration_on_upgrade(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     with p.phase("install v1"):
         sc.install(V1).check("helm install v1")

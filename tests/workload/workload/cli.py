@@ -16,7 +16,7 @@ from workload.config import ConfigError, Settings, database_url, image_version
 
 EPILOG = """exit codes: 0 ok, 1 failure, 2 unusable input, 3 schema behind, 4 schema ahead,
 5 database unreachable. Environment: DATABASE_URL, WORKLOAD_VERSION (schema head: 1 -> 3,
-2 -> 4), JOBHANDLERS_STATE_DIR, HEARTBEAT_INTERVAL_SECONDS, DRAIN_DEADLINE_SECONDS,
+2 -> 4, 3 -> 6 with pre-deploy head 5), SKIP_POST_DEPLOYMENT_MIGRATIONS, JOBHANDLERS_STATE_DIR, HEARTBEAT_INTERVAL_SECONDS, DRAIN_DEADLINE_SECONDS,
 JOBHANDLERS_START_DRAINED, WORKLOAD_LEASE_SECONDS, WORKLOAD_POLL_SECONDS, WORKLOAD_CONCURRENCY.
 Signals: SIGTERM/SIGINT drain then exit (a second one requeues at once), SIGUSR2 toggles drain mode."""
 
@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="sleep before the last pending migration (default $WORKLOAD_MIGRATE_SLOW or 0)")
     mig.add_argument("--fail", action="store_true",
                      help="make the last pending migration fail and roll back (also $WORKLOAD_MIGRATE_FAIL=1)")
+    mig.add_argument("--skip-post-deployment", action="store_true",
+                     help="the pre-deploy phase: stop before the first post-deployment migration "
+                          "(also $SKIP_POST_DEPLOYMENT_MIGRATIONS=true)")
     sub.add_parser("downgrade", help="undo every applied revision above this image's head (their stored down SQL)")
     dbp = sub.add_parser("db", help="database checks")
     dbsub = dbp.add_subparsers(dest="db_command", required=True, metavar="CHECK")
@@ -75,10 +78,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if slow < 0:
         raise ConfigError("--slow must be >= 0")
     target = migrations.head(version)
+    skip = args.skip_post_deployment or _flag("SKIP_POST_DEPLOYMENT_MIGRATIONS")
+    upto = migrations.pre_deploy_head(version) if skip else target
     log.bind(role="migrate")
-    log.event("migrate_start", version=version, head=target, slow=slow)
+    log.event("migrate_start", version=version, head=target, upto=upto, slow=slow)
     try:
-        reached = migrations.migrate(url, target, slow=slow, fail=args.fail or _flag("WORKLOAD_MIGRATE_FAIL"))
+        reached = migrations.migrate(url, target, slow=slow, fail=args.fail or _flag("WORKLOAD_MIGRATE_FAIL"),
+                                     upto=upto)
     except migrations.MigrationError as exc:
         log.event("migrate_failed", level="error", error=str(exc), exit_code=exc.code)
         log.error(str(exc))
@@ -111,15 +117,16 @@ def cmd_db(args: argparse.Namespace) -> int:
             return db.UNREACHABLE
         print("database accepts connections")
         return db.OK
-    target = migrations.head(image_version())
+    version = image_version()
+    target, pre = migrations.head(version), migrations.pre_deploy_head(version)
     if args.db_command == "check":
-        code, message = migrations.check(url, target)
+        code, message = migrations.check(url, target, pre=pre)
         print(message, file=sys.stdout if code == db.OK else sys.stderr)
         return code
     deadline = time.monotonic() + args.timeout
     last = None
     while True:
-        code, message = migrations.check(url, target)
+        code, message = migrations.check(url, target, pre=pre)
         if message != last:
             print(message, file=sys.stdout if code == db.OK else sys.stderr, flush=True)
             last = message

@@ -40,11 +40,11 @@ def database_url(env: Mapping[str, str] | None = None) -> str:
 
 
 def image_version(env: Mapping[str, str] | None = None) -> int:
-    """WORKLOAD_VERSION (1 or 2; default 1): selects the schema head this build expects."""
+    """WORKLOAD_VERSION (1, 2 or 3; default 1): selects the schema head this build expects."""
     env = os.environ if env is None else env
     raw = env.get("WORKLOAD_VERSION", "1").strip() or "1"
-    if raw not in ("1", "2"):
-        raise ConfigError(f"WORKLOAD_VERSION={raw!r} is not a known image version; set it to 1 or 2")
+    if raw not in ("1", "2", "3"):
+        raise ConfigError(f"WORKLOAD_VERSION={raw!r} is not a known image version; set it to 1, 2 or 3")
     return int(raw)
 
 

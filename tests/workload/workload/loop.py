@@ -69,7 +69,7 @@ class Loop:
         except (db.Unreachable, psycopg.Error) as exc:
             code, message = db.UNREACHABLE, f"database unreachable: {exc}"
         else:
-            code, message = migrations.describe(current, target)
+            code, message = migrations.describe(current, target, migrations.pre_deploy_head(self.settings.version))
         if code == db.AHEAD and os.environ.get("JOBHANDLERS_SCHEMA_ACCEPT_AHEAD", "") == "1" \
                 and migrations.compatible_ahead(current, target):
             log.event("schema_ahead_accepted", level="warning", message=message)

@@ -2,10 +2,17 @@
 
 Each migration runs in its own transaction together with the row that records it in
 `workload_schema_version`, so the recorded revision and the schema never disagree.
-The image version (WORKLOAD_VERSION) selects the head: v1 stops at revision 3, v2 adds 4.
-Revision 4 is expand-only (a defaulted column and an index: v1 code works on it) and
+The image version (WORKLOAD_VERSION) selects the head: v1 stops at revision 3, v2 adds 4,
+v3 adds 5 and 6. Revision 4 is expand-only (a defaulted column, an index and
+`jobs.duration_seconds`, which v2 writes next to `jobs.duration`: v1 code works on it) and
 carries its `down` SQL, stored with its row when applied, so an older image can undo a
 revision it does not know (`workload downgrade`, the chart's pre-rollback hook).
+
+v3 is an expand/contract pair split in two phases (GitLab's pre- and post-deployment
+migrations): revision 5 (pre-deploy, expand-only) backfills `duration_seconds`, which v3 alone
+reads and writes; revision 6 (post-deploy) drops `jobs.duration`, which v2 still reads and
+writes. `migrate --skip-post-deployment` (or SKIP_POST_DEPLOYMENT_MIGRATIONS=true) stops
+before it; a v3 image accepts the schema at 5 or 6.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class Migration:
     sql: str
     down: str | None = None  # SQL that undoes it (stored in the version table when applied)
     expand_only: bool = False  # older code keeps working on the schema with it applied
+    post_deploy: bool = False  # contract: runs only once no older code runs (phase 2)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -80,16 +88,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE UNIQUE INDEX jobs_workflow_step ON jobs (workflow_id, step) WHERE workflow_id IS NOT NULL;
     """),
     Migration(4, "job_priority", """
-        ALTER TABLE jobs ADD COLUMN priority integer NOT NULL DEFAULT 0;
+        ALTER TABLE jobs ADD COLUMN priority integer NOT NULL DEFAULT 0,
+                         ADD COLUMN duration_seconds double precision CHECK (duration_seconds >= 0);
         CREATE INDEX jobs_open_priority ON jobs (priority DESC, id) WHERE state IN ('queued', 'running');
     """, down="""
         DROP INDEX IF EXISTS jobs_open_priority;
-        ALTER TABLE jobs DROP COLUMN IF EXISTS priority;
+        ALTER TABLE jobs DROP COLUMN IF EXISTS priority, DROP COLUMN IF EXISTS duration_seconds;
     """, expand_only=True),
+    Migration(5, "job_duration_backfill", """
+        UPDATE jobs SET duration_seconds = duration WHERE duration_seconds IS NULL;
+    """, down="SELECT 'the backfill needs no undo'", expand_only=True),
+    Migration(6, "drop_job_duration", """
+        ALTER TABLE jobs DROP COLUMN duration;
+    """, down="""
+        ALTER TABLE jobs ADD COLUMN duration double precision NOT NULL DEFAULT 0 CHECK (duration >= 0);
+        UPDATE jobs SET duration = coalesce(duration_seconds, 0);
+    """, post_deploy=True),
 )
 
 # Schema head per image version.
-HEADS: dict[int, int] = {1: 3, 2: 4}
+HEADS: dict[int, int] = {1: 3, 2: 4, 3: 6}
 
 
 class MigrationError(Exception):
@@ -108,8 +126,16 @@ def compatible_ahead(current: int, target: int) -> bool:
 
 
 def head(version: int) -> int:
-    """The schema revision image `version` expects."""
+    """The schema revision image `version` expects once both phases ran."""
     return HEADS[version]
+
+
+def pre_deploy_head(version: int) -> int:
+    """The last revision of `version`'s pre-deploy phase: just below its first post-deploy
+    migration (its head when it has none). The image runs from there on."""
+    previous = HEADS.get(version - 1, 0)
+    post = [m.revision for m in MIGRATIONS if previous < m.revision <= HEADS[version] and m.post_deploy]
+    return min(post) - 1 if post else HEADS[version]
 
 
 def current_revision(conn: psycopg.Connection) -> int:
@@ -121,30 +147,37 @@ def current_revision(conn: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def describe(current: int, target: int) -> tuple[int, str]:
-    """(exit code, message) comparing the database revision with this image's head."""
+def describe(current: int, target: int, pre: int | None = None) -> tuple[int, str]:
+    """(exit code, message) comparing the database revision with this image's head `target`
+    (and its pre-deploy head `pre`: from there on the image runs, post-deploy pending)."""
+    pre = target if pre is None else pre
     if current == target:
         return db.OK, f"database schema at revision {current}, this image's head"
-    if current < target:
-        return db.BEHIND, (f"database schema at revision {current}, behind this image's head {target}: "
+    if pre <= current < target:
+        return db.OK, (f"database schema at revision {current}, this image's pre-deploy head "
+                       f"(post-deploy migrations up to {target} pending)")
+    if current < pre:
+        return db.BEHIND, (f"database schema at revision {current}, behind this image's head {pre}: "
                            "run `workload migrate` (the chart's migration Job) first")
     return db.AHEAD, (f"database schema at revision {current}, ahead of this image's head {target}: "
                       "this image is older than the schema; deploy the newer image (downgrades are not supported)")
 
 
-def check(url: str, target: int, timeout: float = 5.0) -> tuple[int, str]:
+def check(url: str, target: int, timeout: float = 5.0, pre: int | None = None) -> tuple[int, str]:
     """`workload db check`: (code, message); never raises for database trouble."""
     try:
         with db.connect(url, timeout, app="workload-check") as conn:
-            return describe(current_revision(conn), target)
+            return describe(current_revision(conn), target, pre)
     except db.Unreachable as exc:
         return db.UNREACHABLE, f"database unreachable: {exc}"
     except psycopg.Error as exc:
         return db.UNREACHABLE, f"database error while reading the schema revision: {exc}"
 
 
-def migrate(url: str, target: int, slow: float = 0.0, fail: bool = False, timeout: float = 5.0) -> int:
-    """Apply every pending migration up to `target`; returns the revision reached.
+def migrate(url: str, target: int, slow: float = 0.0, fail: bool = False, timeout: float = 5.0,
+            upto: int | None = None) -> int:
+    """Apply every pending migration up to `upto` (default `target`, the image's head: a
+    database above it is refused); returns the revision reached.
 
     Serialized by a session advisory lock: concurrent runs wait, then find nothing to do.
     `slow` sleeps that long before the last pending migration (the schema visibly stays
@@ -156,14 +189,14 @@ def migrate(url: str, target: int, slow: float = 0.0, fail: bool = False, timeou
         raise MigrationError(f"database unreachable: {exc}", db.UNREACHABLE) from None
     with conn:
         try:
-            return _migrate_locked(conn, target, slow, fail)
+            return _migrate_locked(conn, target, slow, fail, target if upto is None else upto)
         except psycopg.OperationalError as exc:
             raise MigrationError(f"lost the database connection while migrating: {exc}", db.UNREACHABLE) from None
         except psycopg.Error as exc:
             raise MigrationError(f"migration failed: {exc}") from None
 
 
-def _migrate_locked(conn: psycopg.Connection, target: int, slow: float, fail: bool) -> int:
+def _migrate_locked(conn: psycopg.Connection, target: int, slow: float, fail: bool, upto: int) -> int:
     got = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
     if not (got and got[0]):
         log.event("migration_lock_wait", lock=LOCK_KEY)
@@ -174,7 +207,10 @@ def _migrate_locked(conn: psycopg.Connection, target: int, slow: float, fail: bo
         current = current_revision(conn)
         if current > target:
             raise MigrationError(describe(current, target)[1], db.AHEAD)
-        pending = [m for m in MIGRATIONS if current < m.revision <= target]
+        pending = [m for m in MIGRATIONS if current < m.revision <= upto]
+        skipped = [m.revision for m in MIGRATIONS if max(current, upto) < m.revision <= target]
+        if skipped:
+            log.event("post_deploy_skipped", revisions=skipped)
         if not pending:
             log.event("migration_noop", revision=current, head=target)
             return current

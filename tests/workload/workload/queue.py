@@ -28,6 +28,28 @@ class Claim:
     attempt: int
 
 
+def duration_columns(version: int) -> tuple[str, ...]:
+    """The columns a job's duration is written to: v1 `duration`; v2 both (expand); v3
+    `duration_seconds` alone (its post-deploy migration drops `duration`)."""
+    return {1: ("duration",), 2: ("duration", "duration_seconds")}.get(version, ("duration_seconds",))
+
+
+def duration_read(version: int, alias: str = "") -> str:
+    """The SQL expression a job's duration is read with (v2: the new column first)."""
+    p = f"{alias}." if alias else ""
+    return {1: f"{p}duration", 2: f"coalesce({p}duration_seconds, {p}duration)"}.get(version, f"{p}duration_seconds")
+
+
+def insert_job(conn: psycopg.Connection, version: int, kind: str, duration: float, **more: Any) -> int:
+    """INSERT one job row with the duration written as `version` writes it; returns its id."""
+    cols = ["kind", *duration_columns(version), *more]
+    values = [kind, *[duration] * len(duration_columns(version)), *more.values()]
+    row = conn.execute(f"INSERT INTO jobs ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) RETURNING id",
+                       values).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def submit(conn: psycopg.Connection, kind: str, duration: float, priority: int | None = None,
            version: int = 1) -> int:
     """Queue a job; returns its id. `priority` needs schema revision 4 (image v2)."""
@@ -36,13 +58,8 @@ def submit(conn: psycopg.Connection, kind: str, duration: float, priority: int |
     if duration < 0:
         raise ValueError("duration must be >= 0")
     if priority is not None and version >= 2:
-        row = conn.execute("INSERT INTO jobs (kind, duration, priority) VALUES (%s, %s, %s) RETURNING id",
-                           (kind, duration, priority)).fetchone()
-    else:
-        row = conn.execute("INSERT INTO jobs (kind, duration) VALUES (%s, %s) RETURNING id",
-                           (kind, duration)).fetchone()
-    assert row is not None
-    return int(row[0])
+        return insert_job(conn, version, kind, duration, priority=priority)
+    return insert_job(conn, version, kind, duration)
 
 
 def claim(conn: psycopg.Connection, owner: str, limit: int, lease: float, version: int = 1) -> list[Claim]:
@@ -58,7 +75,7 @@ def claim(conn: psycopg.Connection, owner: str, limit: int, lease: float, versio
             UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, lease_owner = %s,
                               lease_expires = now() + make_interval(secs => %s), started_at = now()
             FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.kind, j.duration, j.attempts),
+            RETURNING j.id, j.kind, {duration_read(version, "j")} AS duration, j.attempts),
         logged AS (
             INSERT INTO job_attempts (job_id, attempt, handler) SELECT id, attempts, %s FROM claimed)
         SELECT id, kind, duration, attempts FROM claimed ORDER BY id""",
@@ -120,9 +137,9 @@ def requeue(conn: psycopg.Connection, owner: str, claims: Iterable[Claim]) -> li
     return done
 
 
-def get(conn: psycopg.Connection, job_id: int) -> dict[str, Any] | None:
+def get(conn: psycopg.Connection, job_id: int, version: int = 1) -> dict[str, Any] | None:
     """One job as a JSON-friendly dict, or None."""
-    cur = conn.execute("""SELECT id, kind, duration, state, attempts, lease_owner, created_at, started_at,
+    cur = conn.execute(f"""SELECT id, kind, {duration_read(version)} AS duration, state, attempts, lease_owner, created_at, started_at,
                                  finished_at, finished_by, error, workflow_id, step
                           FROM jobs WHERE id = %s""", (job_id,))
     row = cur.fetchone()

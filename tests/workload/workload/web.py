@@ -147,7 +147,7 @@ class WebRole(Loop):
                 raise ValueError(f"{parts[0][:-1]} id must be a number")
             with self._db() as conn:
                 if parts[0] == "jobs":
-                    found = queue.get(conn, int(parts[1]))
+                    found = queue.get(conn, int(parts[1]), self.settings.version)
                 else:
                     cur = conn.execute("SELECT id, steps, state, current_step FROM workflows WHERE id = %s",
                                        (int(parts[1]),))

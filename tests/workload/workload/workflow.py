@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import psycopg
 
-from workload import log
+from workload import log, queue
 from workload.loop import Loop
 
 
@@ -24,7 +24,7 @@ def submit(conn: psycopg.Connection, steps: int, kind: str = "sleep", duration: 
     return int(row[0])
 
 
-def advance(conn: psycopg.Connection, batch: int = 50) -> list[tuple[int, str, int]]:
+def advance(conn: psycopg.Connection, batch: int = 50, version: int = 1) -> list[tuple[int, str, int]]:
     """One pass over open workflows; returns (workflow, action, step) for each change."""
     changes: list[tuple[int, str, int]] = []
     with conn.transaction():
@@ -38,9 +38,10 @@ def advance(conn: psycopg.Connection, batch: int = 50) -> list[tuple[int, str, i
         for wid, steps, kind, duration, state, step, job_state in rows:
             if state == "new" or job_state == "done" and step < steps:
                 nxt = step + 1
-                conn.execute("""INSERT INTO jobs (kind, duration, workflow_id, step) VALUES (%s, %s, %s, %s)
-                                ON CONFLICT (workflow_id, step) WHERE workflow_id IS NOT NULL DO NOTHING""",
-                             (kind, duration, wid, nxt))
+                cols = ["kind", *queue.duration_columns(version), "workflow_id", "step"]
+                conn.execute(f"""INSERT INTO jobs ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})
+                                 ON CONFLICT (workflow_id, step) WHERE workflow_id IS NOT NULL DO NOTHING""",
+                             (kind, *[duration] * len(queue.duration_columns(version)), wid, nxt))
                 conn.execute("UPDATE workflows SET state = 'running', current_step = %s WHERE id = %s", (nxt, wid))
                 changes.append((wid, "step_queued", nxt))
             elif job_state in ("done", "failed"):
@@ -59,5 +60,5 @@ class WorkflowHandler(Loop):
         if not claiming:
             self.connection().execute("SELECT 1")  # drained: still prove the database answers
             return
-        for wid, action, step in advance(self.connection()):
+        for wid, action, step in advance(self.connection(), version=self.settings.version):
             log.event(action, workflow=wid, step=step)

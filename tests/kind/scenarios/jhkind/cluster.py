@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ class Kube:
         self.apps = client.AppsV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
         self.version = client.VersionApi(self.api)
+        self._exec_clients = threading.local()
 
     def to_dict(self, obj: Any) -> dict:
         return self.api.sanitize_for_serialization(obj)
@@ -160,9 +162,15 @@ class Kube:
 
     def exec(self, namespace: str, pod: str, command: list[str], container: str | None = None,
              timeout: float = 60) -> ExecResult:
-        """Run a command in a container; return its exit code and output."""
+        """Run a command in a container; return its exit code and output. `stream()` swaps the
+        request method of the client it is given while it runs, so every thread execs through
+        a client of its own: a concurrent call on the shared one would otherwise go out as a
+        websocket ("Handshake status 200 OK"), e.g. two scenario variants run in threads."""
+        core = getattr(self._exec_clients, "core", None)
+        if core is None:
+            core = self._exec_clients.core = client.CoreV1Api(config.new_client_from_config(config_file=self.kubeconfig))
         resp = stream(
-            self.core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
+            core.connect_get_namespaced_pod_exec, pod, namespace, command=command,
             container=container or "", stderr=True, stdin=False, stdout=True, tty=False,
             _preload_content=False,
         )

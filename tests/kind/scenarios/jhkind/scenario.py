@@ -186,7 +186,8 @@ class Scenario:
         if self.pykube is not None:  # and the same through pytest-helm-charts' own wait
             from pytest_helm_charts.k8s.deployment import wait_for_deployments_to_run
             names = [d["metadata"]["name"] for d in self.deployments().values() if d.get("kind") != "StatefulSet"]
-            wait_for_deployments_to_run(self.pykube, names, self.namespace, 30)
+            if names:  # it refuses an empty list (a release of StatefulSets only)
+                wait_for_deployments_to_run(self.pykube, names, self.namespace, 30)
 
     def describe_pods(self) -> str:
         parts = []

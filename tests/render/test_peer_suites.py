@@ -1,0 +1,78 @@
+"""kubeconform, built from its Go module by `make tools`, validates every rendered manifest against
+the strict JSON schemas of its Kubernetes version, converted offline from kubernetes-validate's
+bundled ones (peer_suites.py). kubernetes-validate ships 1.25 and later, so the matrix versions
+from 1.25 on are validated (older ones have no schema to convert)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator import model
+from peer_suites import (KUBECONFORM, RENDERED, allow_list, bundled_versions, rendered_files, rendered_objects,
+                         schema_dir, schema_stem)
+
+VERSIONS = [v for v in model.KUBE_VERSIONS if v in bundled_versions()]
+LOCATION = "{{ .NormalizedKubernetesVersion }}-standalone{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json"
+
+
+def kubeconform(version: str, files: list[Path], cache: Path) -> dict:
+    assert KUBECONFORM.is_file(), f"{KUBECONFORM} missing: run `make tools`"
+    kinds = {schema_stem(o) for o in rendered_objects(files)}
+    root = schema_dir(version, kinds, cache)
+    proc = subprocess.run([str(KUBECONFORM), "-strict", "-summary", "-output", "json", "-kubernetes-version",
+                           f"{version}.0", "-schema-location", f"{root}/{LOCATION}", *map(str, files)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def schema_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kubeconform-schemas")
+
+
+def test_the_matrix_has_versions_to_validate():
+    assert VERSIONS == ["1.25", "1.28", "1.34", "1.37"], VERSIONS
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_kubeconform_accepts_every_rendered_manifest(version, schema_cache):
+    files = rendered_files(version)
+    assert files, f"nothing rendered for {version}: run `make render`"
+    allowed = [a for a in allow_list().get("kubeconform") or [] if version in a.get("versions", VERSIONS)]
+    report = kubeconform(version, files, schema_cache)
+    used, bad = set(), []
+    for res in report["resources"]:
+        if res["status"] == "statusValid":
+            continue
+        rel = str(Path(res["filename"]).relative_to(RENDERED))
+        hits = [i for i, a in enumerate(allowed) if fnmatch.fnmatch(rel, a["file"]) and a["match"] in res["msg"]]
+        used.update(hits) if hits else bad.append(f"{rel}: {res['status']}: {res['msg']}")
+    assert not bad, "\n".join(bad)
+    stale = [a for i, a in enumerate(allowed) if i not in used]
+    assert not stale, f"allow-list entries no longer needed on {version}: {stale}"
+    assert report["summary"]["skipped"] == 0, report["summary"]
+    assert report["summary"]["valid"] + report["summary"]["invalid"] == len(rendered_objects(files))
+
+
+def test_kubeconform_rejects_what_the_api_server_would(tmp_path, schema_cache):
+    """The suite can fail: an unknown field and a wrong type in a rendered Deployment."""
+    src = next(f for f in rendered_files("1.37") if f.name.startswith("deployment-"))
+    bad = tmp_path / "deployment-bad.yaml"
+    text = src.read_text()
+    bad.write_text(text.replace("spec:\n", "spec:\n  replicaz: 2\n", 1).replace("protocol: TCP", "protocol: 6", 1))
+    report = kubeconform("1.37", [bad], schema_cache)
+    assert report["summary"]["invalid"] == 1, report
+    msg = report["resources"][0]["msg"]
+    assert "replicaz" in msg or "additional properties" in msg.lower(), msg
+
+
+def test_allow_list_entries_give_reasons():
+    for suite, entries in allow_list().items():
+        for entry in entries:
+            assert entry["reason"].strip() and len(entry["reason"]) > 20, (suite, entry)
