@@ -3,7 +3,9 @@
 
   jhgalaxy migrate        create the schema from empty or upgrade it: Galaxy's
                           verify_databases_via_script (what `manage_db.sh init` runs) with
-                          database_auto_migrate on, under a PostgreSQL advisory lock
+                          database_auto_migrate on, under a PostgreSQL advisory lock; a
+                          session idle in a transaction that blocks it for
+                          JHGALAXY_BREAK_IDLE_SECONDS (10) is terminated
   jhgalaxy schema-check   exit 0 at head, 3 behind, 4 ahead, 5 unreachable (Galaxy's
                           AlembicManager: database revisions against the code's heads,
                           branches gxy and tsi)
@@ -61,13 +63,68 @@ def engine_for(url: str) -> Any:
     return create_engine(url, connect_args={"connect_timeout": 5}, pool_pre_ping=True)
 
 
+# Sessions of the migration carry this application_name, so the watchdog finds their waits.
+MIGRATE_APP = "jhgalaxy-migrate"
+# A statement of the migration waiting this long on a lock held by a session that is idle in a
+# transaction (not running a query): that session is terminated (JHGALAXY_BREAK_IDLE_SECONDS).
+BREAK_IDLE_SECONDS = 10.0
+BLOCKERS = """
+SELECT DISTINCT b.pid, coalesce(host(b.client_addr), 'local'), b.application_name,
+       round(extract(epoch FROM now() - b.state_change)), left(regexp_replace(b.query, '\\s+', ' ', 'g'), 160),
+       round(extract(epoch FROM now() - a.query_start)), left(regexp_replace(a.query, '\\s+', ' ', 'g'), 120)
+FROM pg_stat_activity a
+CROSS JOIN LATERAL unnest(pg_blocking_pids(a.pid)) AS blocker(pid)
+JOIN pg_stat_activity b ON b.pid = blocker.pid
+WHERE a.datname = current_database() AND a.application_name = :app AND a.wait_event_type = 'Lock'
+  AND now() - a.query_start >= make_interval(secs => :wait)
+  AND b.application_name <> :app AND b.state IN ('idle in transaction', 'idle in transaction (aborted)')
+"""
+
+
+def with_app_name(url: str, app: str) -> str:
+    """The database URL with application_name=app in its query string."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "application_name"] + [("application_name", app)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def break_idle_blockers(engine: Any, stop: Any, wait: float) -> None:
+    """Until stop is set: terminate the sessions that are idle in a transaction while a statement
+    of the migration has waited `wait` s for their locks. An older Galaxy's processes keep
+    transactions open between queries (a 25.1 workflow scheduler: minutes), so the migration's
+    ALTER TABLE would wait for ever while every later query on that table queues behind it.
+    The terminated process gets a connection error on its next query and reconnects; its pod
+    is replaced by the rollout that follows the migration."""
+    from sqlalchemy import text
+
+    while not stop.wait(2.0):
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(text(BLOCKERS), {"app": MIGRATE_APP, "wait": wait}).fetchall()
+                for pid, client, app, idle, query, waited, waiting in rows:
+                    conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+                    print(f"jhgalaxy migrate: terminated session {pid} (client {client}, application {app!r}, "
+                          f"idle in transaction {idle:.0f}s after: {query}): the migration waited {waited:.0f}s "
+                          f"for its lock in: {waiting}", flush=True)
+                conn.commit()
+        except Exception as e:  # the watchdog must not end the migration
+            print(f"jhgalaxy migrate: watchdog: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+
 def migrate() -> int:
     """Create or upgrade both schemas; a second concurrent run waits, then finds them at head."""
+    import threading
+
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
     from galaxy.model.migrations import verify_databases_via_script
 
+    key = "GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION"
+    if os.environ.get(key):
+        os.environ[key] = with_app_name(os.environ[key], MIGRATE_APP)
     gxy, tsi = database_urls()
     engine = engine_for(gxy.url)
     try:
@@ -80,9 +137,15 @@ def migrate() -> int:
         conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": LOCK_KEY})
         conn.commit()
         waited = time.monotonic() - t0
+        stop = threading.Event()
+        watchdog = threading.Thread(target=break_idle_blockers, daemon=True, args=(
+            engine, stop, float(os.environ.get("JHGALAXY_BREAK_IDLE_SECONDS", BREAK_IDLE_SECONDS))))
+        watchdog.start()
         try:
             verify_databases_via_script(gxy, tsi, is_auto_migrate=True)
         finally:
+            stop.set()
+            watchdog.join(timeout=10)
             conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": LOCK_KEY})
             conn.commit()
     engine.dispose()

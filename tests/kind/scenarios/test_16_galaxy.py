@@ -1,12 +1,17 @@
 """Real Galaxy 26.1.2 (unmodified, image jobhandlers/galaxy:26.1) from values-examples/galaxy.yaml:
 16a a fresh install (hook Job creates the schema, web + workflow scheduler + 2 job handlers
-Ready, 0 restarts); 16b gating off on a schema one revision behind (Galaxy's own
-OutdatedDatabaseError, restarts); 16c a rollout of the job StatefulSet with jobs in flight
-(one process per identity, every job final); 16d liveness on Galaxy's heartbeat log (a
-SIGSTOPped handler is restarted in place).
+Ready, 0 restarts); 16b galaxy-helm's pattern (one Deployment per handler identity, default
+rolling update, 30 s grace, no gating) on a schema one revision behind: Galaxy's own
+OutdatedDatabaseError and restarts, time to Ready after its migration, then a rollout with
+jobs in flight (identity overlap, orphaned jobs); 16c a rollout of the job StatefulSet with
+jobs in flight (one process per identity, every job final); 16d liveness on Galaxy's
+heartbeat log (a SIGSTOPped handler is restarted in place); 16e an upgrade from Galaxy
+25.1.3 to 26.1.2 across Galaxy's real migrations under a client loop.
 
-16a, 16c and 16d share one install (one Galaxy costs minutes of a 2-core machine); each
-checks what it needs first, so any of them also runs alone."""
+16a, 16c and 16d share one install (one Galaxy costs minutes of a 2-core machine; each checks
+what it needs first, so any of them also runs alone) and one xdist group, so one worker
+builds it once. 16b and 16e have installs of their own and no group: under `make test-kind`
+they run on the other worker beside the shared install."""
 
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ import pytest
 
 from jhkind import galaxy as gx
 from jhkind import liveness as live
-from jhkind.cluster import RESTRICTED_LABELS, Kube, condition, event_time, job_state, parse_time, restart_count
+from jhkind.client import summarize
+from jhkind.cluster import RESTRICTED_LABELS, Kube, condition, event_time, job_state, parse_time, pod_ready, restart_count
 from jhkind.diagnostics import dump_namespace
 from jhkind.helm import Helm, HelmResult
 from jhkind.identity import lifetimes, overlaps
@@ -28,11 +34,12 @@ from jhkind.progress import Progress
 from jhkind.scenario import Scenario, job_completed_at
 from jhkind.waits import WaitTimeout, wait_until
 
-# one worker runs the whole file (make test-kind: --dist loadgroup), so the module-scoped Galaxy
-# install is built once
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
+# the tests of the module-scoped install: one worker runs them all (make test-kind: --dist loadgroup)
+SHARED = pytest.mark.xdist_group("galaxy")
 
 ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}
+HELM_ROLES = ("web", "workflow", "job0", "job1")  # 16b: galaxy-helm's layout, all Deployments
 # sleep-tool jobs of 16c: SHORT ones end ok unless their handler is stopped under them; LONG
 # ones outlive the whole rollout, so each is killed by its handler's SIGTERM and recovered
 SHORT, LONG = 45, 900
@@ -99,6 +106,7 @@ def _started_at(pod: dict, container: str) -> float | None:
     return None
 
 
+@SHARED
 def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
     sc, p = shared, shared.progress
     p.fact("helm_install_wait_seconds", round(galaxy.install.seconds, 1))
@@ -132,30 +140,78 @@ def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
     with p.phase("the web answers through its Service"):
         c = gx.client(sc)
         wait_until(lambda: any(r.ok for r in c.requests()), 120, "a successful GET /api/version from the client")
+    with p.phase(f"heartbeat logs stay bounded: {gx.TRIM_SIDECAR} empties them above {gx.TRIM_MAX_BYTES} bytes"):
+        pods = [pod["metadata"]["name"] for pod in sc.handler_pods()]
+
+        def trimmed(name: str) -> bool:
+            return "heartbeat-trim: emptied" in sc.kube.logs(sc.namespace, name, gx.TRIM_SIDECAR)
+        wait_until(lambda: all(trimmed(n) for n in pods), 300, "every pod's heartbeat log to be emptied once",
+                   interval=5)
+        sizes = {}
+        for name in pods:
+            res = sc.kube.exec(sc.namespace, name, ["sh", "-c", "stat -c '%n %s' /run/jobhandlers/heartbeat_*.log"],
+                               container=gx.TRIM_SIDECAR, timeout=60)
+            assert res.rc == 0, res.stderr
+            sizes |= {f"{name}:{line.split()[0].rsplit('/', 1)[-1]}": int(line.split()[1])
+                      for line in res.stdout.splitlines()}
+        p.fact("heartbeat_log_bytes", sizes)
+        # the limit plus what Galaxy can append between two 5 s checks (a dump is ~6 KB)
+        assert sizes and max(sizes.values()) <= gx.TRIM_MAX_BYTES + 8000, sizes
+        assert all(pod_ready(pod) for pod in sc.handler_pods()), sc.describe_pods()
+        assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
 
 
 def pod_role_of(pod: dict) -> str:
     return pod["metadata"]["labels"]["app.kubernetes.io/component"]
 
 
-def test_16b_galaxy_gating_off_outdated_schema(scenario: Scenario) -> None:
-    """No migration Job, no wait-for-migrations, on the schema an older Galaxy left (one gxy
-    revision behind): every Galaxy process refuses it and exits; Kubernetes restarts them."""
+def _settled(sc: Scenario, before: set[int], timeout: float) -> list[dict]:
+    """The scenario's new job rows once none is unfinished, or as they are after timeout."""
+    def mine() -> list[dict]:
+        return [j for j in gx.jobs(sc) if j["id"] not in before]
+    try:
+        wait_until(lambda: not [j for j in mine() if j["state"] in gx.UNFINISHED], timeout,
+                   "every job to reach a final state", interval=3)
+    except WaitTimeout:
+        pass  # measured: what is still running/queued now is orphaned
+    return mine()
+
+
+def test_16b_galaxy_helm_pattern_gating_off(scenario: Scenario) -> None:
+    """galaxy-helm's pattern in our values (jhkind.galaxy.galaxy_helm_overrides): every process a
+    Deployment with a fixed --server-name, job_handler_0 and job_handler_1 one Deployment each,
+    Kubernetes' default rolling update, 30 s grace, no migration gating.
+    1. On the schema an older Galaxy left (one gxy revision behind), with no migration yet, every
+       Galaxy process exits with Galaxy's own OutdatedDatabaseError and Kubernetes restarts it
+       (the seed failure, galaxy-helm #172).
+    2. galaxy-helm's db-init Job (Galaxy's own migration, beside the crashing pods): time until
+       every process is Ready after it (CrashLoopBackOff decides).
+    3. A rollout restart of both handler Deployments with sleep jobs in flight: the surge pod
+       starts while the old one still runs, so two processes hold one server name; the new one
+       recovers (marks `error`) the jobs the old one still runs. Measured: overlap, orphaned
+       jobs (left running/queued), jobs recovered before their process had exited."""
     sc, p = scenario, scenario.progress
     with p.phase("seed: migrate to head, galaxy-manage-db downgrade gxy@-1"):
         log = gx.seed_behind(sc)
         assert "schema-check exit 3" in log and "behind head" in log, log[-2000:]
-    with p.phase("install with gating off (migration and waitForMigrations disabled)"):
+    with p.phase("install galaxy-helm's pattern, gating off (no migration Job, no wait-for-migrations)"):
         t0 = time.time()
-        gx.install(sc, {"migration": {"enabled": False}, "waitForMigrations": {"enabled": False}},
-                   wait=False).check("helm install (gating off)")
+        gx.install(sc, gx.galaxy_helm_overrides(),
+                   {"migration": {"enabled": False}, "waitForMigrations": {"enabled": False}},
+                   wait=False).check("helm install (galaxy-helm's pattern, gating off)")
         assert not sc.migration_jobs()
+        kinds = {role: w["kind"] for role, w in sc.deployments().items()}
+        assert kinds == {r: "Deployment" for r in HELM_ROLES}, kinds
         for w in sc.deployments().values():
-            assert not w["spec"]["template"]["spec"].get("initContainers"), w["metadata"]["name"]
+            spec = w["spec"]["template"]["spec"]
+            inits = [c["name"] for c in spec.get("initContainers") or [] if c.get("restartPolicy") != "Always"]
+            assert not inits, f"{w['metadata']['name']}: init containers other than native sidecars: {inits}"
+            assert spec["terminationGracePeriodSeconds"] == 30, w["metadata"]["name"]
+            assert w["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": "25%"}
     with p.phase("every Galaxy process exits on the outdated schema and is restarted"):
         def all_restarted() -> bool:
             pods = sc.handler_pods()
-            return len(pods) == 4 and all(restart_count(pod) >= 1 for pod in pods)
+            return len(pods) == len(HELM_ROLES) and all(restart_count(pod) >= 1 for pod in pods)
         wait_until(all_restarted, 600, "web, workflow and both job handlers to be restarted", interval=2,
                    describe=sc.describe_pods)
         p.fact("all_restarted_after_install_s", round(time.time() - t0, 1))
@@ -167,22 +223,74 @@ def test_16b_galaxy_gating_off_outdated_schema(scenario: Scenario) -> None:
             codes[name] = st["lastState"]["terminated"]["exitCode"]
             previous = sc.kube.logs(sc.namespace, name, role, previous=True)
             errors[name] = [e for e in GALAXY_ERRORS if e in previous]
-            if role == "job":
+            if role.startswith("job"):
                 assert errors[name], f"no Galaxy schema error in {name}'s previous log:\n{previous[-3000:]}"
         p.fact("previous_exit_codes", codes)
         p.fact("galaxy_errors_in_previous_logs", errors)
         assert all(code != 0 for code in codes.values()), codes
         restarts = sc.handler_restarts()
+        p.fact("restarts_before_migration", sum(restarts.values()))
+        assert sum(restarts.values()) >= len(HELM_ROLES), restarts
+    with p.phase("galaxy-helm's db-init: Galaxy's migration in a plain pod; every process Ready after it"):
+        migrated = gx.migrate_now(sc)
+        sc.wait_handlers_ready(900)
+        ready = {pod["metadata"]["name"]: _ready_at(pod) for pod in sc.handler_pods()}
+        assert all(ready.values()), ready
+        p.fact("all_ready_after_migration_s", round(max(ready.values()) - migrated, 1))
+        restarts = sc.handler_restarts()
         p.fact("restarts_per_pod", restarts)
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) >= 4, restarts
+    before = {j["id"] for j in gx.jobs(sc)}
+    durations = [SHORT, SHORT, LONG, LONG]
+    with p.phase(f"submit sleep jobs {durations} through Galaxy's API; all running"):
+        gx.submit_sleep_jobs(sc, durations)
+        wait_until(lambda: len(_new_jobs(sc, before)) == len(durations)
+                   and all(j["state"] == "running" for j in _new_jobs(sc, before)), 300,
+                   f"{len(durations)} jobs running", interval=2, describe=lambda: str(_new_jobs(sc, before)))
+        p.fact("handlers_of_running_jobs", sorted(j["handler"] for j in _new_jobs(sc, before)))
+    roles = ("job0", "job1")
+    old = {uid: pod for role in roles for pod in sc.handler_pods(role) for uid in [pod["metadata"]["uid"]]}
+    restarts_before = sum(sc.handler_restarts().values())
+    with p.phase("rollout restart of both handler Deployments (default rolling update)"):
+        t0 = time.time()
+        for role in roles:
+            sc.restart_role(role)
+        sc.wait_rollout("job0", set(old), timeout=900)
+        sc.wait_rollout("job1", set(old), timeout=900)
+        p.fact("rollout_seconds", round(time.time() - t0, 1))
+    with p.phase("measure: identity overlap, orphaned jobs, restarts"):
+        spans = {role: overlaps(lifetimes(sc.timeline, role), key=lambda _name, r=role: r) for role in roles}
+        p.fact("identity_overlaps_s", spans)
+        flat = [o for v in spans.values() for o in v]
+        p.fact("max_identity_overlap_s", max(flat))
+        final = _settled(sc, before, 60)
+        p.fact("final_states", {j["id"]: (j["state"], j["handler"]) for j in final})
+        orphaned = [j for j in final if j["state"] in gx.UNFINISHED]
+        p.fact("orphaned_jobs", len(orphaned))
+        last = sc.timeline.last_pods()
+        exits = {uid: terminated_state(last[uid], pod_role_of(last[uid])) for uid in old}
+        p.fact("old_exit_codes", sorted(t["exitCode"] if t else -1 for t in exits.values()))
+        old_exit = max(parse_time(t["finishedAt"]) for t in exits.values() if t) if any(exits.values()) else None
+        early = [j["id"] for j in final if j["state"] == "error" and old_exit is not None
+                 and gx.KILLED_INFO in j["info"] and j["update_time"] < old_exit]
+        p.fact("recovered_while_old_process_ran", len(early))
+        p.fact("restarts_during_rollout", sum(sc.handler_restarts().values()) - restarts_before)
+        # galaxy-helm's pattern: each identity's new process started before its old one exited
+        assert len(flat) == len(roles), f"expected one replacement per identity: {spans}"
+        assert min(flat) > 0, f"no overlap: the surge pod started after the old one exited: {spans}"
 
 
+def _new_jobs(sc: Scenario, before: set[int]) -> list[dict]:
+    return [j for j in gx.jobs(sc) if j["id"] not in before]
+
+
+@SHARED
 def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
     """Rollout restart of the job StatefulSet while sleep jobs run: the StatefulSet replaces one
     pod at a time, the old process exits before its successor (same name) starts; the local
-    runner kills the jobs of a stopped handler, and its successor, having the same server name,
-    recovers them as `error` (KILLED_INFO). No job is left running or queued."""
+    runner kills the jobs of a stopped handler and either marks them `error` itself before it
+    exits (SHUTDOWN_INFO) or leaves them `running` for its successor, which has the same server
+    name and recovers them as `error` (KILLED_INFO). No job is left running or queued."""
     sc, p = shared, shared.progress
     with p.phase("every handler Ready"):
         sc.wait_handlers_ready(600)
@@ -210,12 +318,14 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         p.fact("final_states", {j["id"]: (j["state"], j["handler"]) for j in final})
         counts = {s: sum(1 for j in final if j["state"] == s) for s in {j["state"] for j in final}}
         p.fact("final_state_counts", counts)
+        p.fact("error_set_by", {"old process at shutdown": sum(gx.SHUTDOWN_INFO in j["info"] for j in final),
+                                "successor of the same name": sum(gx.KILLED_INFO in j["info"] for j in final)})
         names = {pod["metadata"]["name"] for pod in sc.handler_pods("job")}
         for j in final:
             assert j["state"] in ("ok", "error"), j
             assert j["handler"] in names, f"job {j['id']} handled by {j['handler']!r}, not a stable identity {names}"
-            if j["state"] == "error":
-                assert gx.KILLED_INFO in j["info"], j
+            if j["state"] == "error":  # set by the old process at its shutdown, or by its successor
+                assert gx.KILLED_INFO in j["info"] or gx.SHUTDOWN_INFO in j["info"], j
         # the LONG jobs outlive the whole rollout: their handler was stopped under them
         assert counts.get("error", 0) >= 2, counts
     with p.phase("one process per identity: overlap <= 0"):
@@ -236,6 +346,7 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         assert sum(restarts.values()) == 0, restarts
 
 
+@SHARED
 def test_16d_galaxy_liveness_sigstop(shared: Scenario) -> None:
     """SIGSTOP one job handler from its node: its heartbeat log goes stale, the liveness probe
     (maxAge 150 s, 3 x 20 s) restarts the container in place with the probe-level grace."""
@@ -282,3 +393,78 @@ def test_16d_galaxy_liveness_sigstop(shared: Scenario) -> None:
         after = {pod["metadata"]["name"]: restart_count(pod) for pod in sc.handler_pods("job")}
         assert after[target] == before[target] + 1, after
         assert all(after[n] == before[n] for n in after if n != target), after
+
+
+def _app_image(pod: dict) -> str:
+    return next(c["image"] for c in pod["spec"]["containers"] if c["name"] == pod_role_of(pod))
+
+
+@pytest.mark.timeout(2400)
+def test_16e_galaxy_upgrade_25_1_to_26_1(scenario: Scenario) -> None:
+    """Install Galaxy 25.1.3 (the hook Job creates its schema), then `helm upgrade` to 26.1.2
+    while a client polls /api/version through the web Service: the pre-upgrade Job runs
+    Galaxy's own migrations (the alembic revisions move to 26.1's heads), the new processes
+    start only after it, 0 restarts in any pod, 0 failed requests."""
+    sc, p = scenario, scenario.progress
+    old_tag = {"image": {"tag": gx.OLD_TAG}}
+    with p.phase(f"install Galaxy 25.1.3 (image tag {gx.OLD_TAG}) with --wait"):
+        res = gx.install(sc, old_tag, timeout_s=900)
+        res.check("helm install of Galaxy 25.1")
+        p.fact("install_25_1_seconds", round(res.seconds, 1))
+        old_revs = gx.revisions(sc)
+        p.fact("revisions_25_1", sorted(old_revs))
+        assert len(old_revs) == 2, old_revs  # gxy and tsi
+        old_pods = {pod["metadata"]["uid"] for pod in sc.handler_pods()}
+        assert {_app_image(pod) for pod in sc.handler_pods()} == {f"{gx.IMAGE.split(':')[0]}:{gx.OLD_TAG}"}
+    with p.phase("client polls /api/version through the web Service: Galaxy 25.1"):
+        c = gx.client(sc)
+        wait_until(lambda: any(r.ok for r in c.requests()), 120, "a successful GET /api/version")
+        assert gx.api_version(sc)["version_major"] == gx.OLD_TAG
+    with p.phase("helm upgrade --wait to Galaxy 26.1.2"):
+        t_up = time.time()
+        res = gx.upgrade(sc, timeout_s=1500)
+        t_end = time.time()
+        res.check("helm upgrade to Galaxy 26.1")
+        p.fact("helm_upgrade_wait_seconds", round(res.seconds, 1))
+        sc.wait_handlers_ready(300)
+    with p.phase("the pre-upgrade Job migrated the schema to 26.1's heads"):
+        [job] = sc.migration_jobs()
+        assert "pre-upgrade" in (job["metadata"].get("annotations") or {}).get("helm.sh/hook", ""), job["metadata"]
+        assert job_state(job) == "complete", job.get("status")
+        started, completed = parse_time(job["status"]["startTime"]), job_completed_at(job)
+        assert started is not None and completed is not None and started >= t_up - 5, (started, t_up)
+        p.fact("migration_job_seconds", round(completed - started, 1))
+        mlog = sc.kube.logs(sc.namespace, gx.job_pod(sc, job), "migrate")
+        # jhgalaxy migrate's watchdog: old sessions idle in a transaction that blocked it
+        p.fact("blocking_sessions_terminated", [line[:300] for line in mlog.splitlines() if "terminated session" in line])
+        assert "jhgalaxy migrate: waited" in mlog, mlog[-3000:]
+        new_revs = gx.revisions(sc)
+        p.fact("revisions_26_1", sorted(new_revs))
+        assert len(new_revs) == 2 and new_revs != old_revs, (old_revs, new_revs)
+        target = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0]
+        check = sc.kube.exec(sc.namespace, target, ["jhgalaxy", "schema-check"], container="job", timeout=180)
+        assert check.rc == 0, f"26.1's schema-check in {target}: exit {check.rc} (0 = at the code's heads)\n" \
+                              f"{check.stdout[-1500:]}{check.stderr[-1500:]}"
+    with p.phase("every new process started after the migration; 0 restarts; old pods gone"):
+        pods = sc.handler_pods()
+        assert {_app_image(pod) for pod in pods} == {gx.IMAGE}, [_app_image(pod) for pod in pods]
+        assert not {pod["metadata"]["uid"] for pod in pods} & old_pods
+        starts = {pod["metadata"]["name"]: _started_at(pod, pod_role_of(pod)) for pod in pods}
+        p.fact("app_start_after_migration_s", {n: round(t - completed, 1) for n, t in starts.items()})
+        assert all(t is not None and t >= completed for t in starts.values()), (completed, starts)
+        new_pods = [pod for pod in sc.timeline.last_pods().values()
+                    if is_handler_pod(pod) and _app_image(pod) == gx.IMAGE]
+        first = min(parse_time(pod["metadata"]["creationTimestamp"]) for pod in new_pods)
+        p.fact("first_new_pod_after_migration_s", round(first - completed, 1))
+        assert first >= completed - 1, f"a 26.1 pod was created {completed - first:.0f}s before the migration ended"
+        ready = {pod["metadata"]["name"]: _ready_at(pod) for pod in pods}
+        p.fact("all_ready_after_migration_s", round(max(ready.values()) - completed, 1))
+        restarts = sc.handler_restarts()
+        p.fact("restarts_per_pod", restarts)
+        assert sum(restarts.values()) == 0, restarts
+    with p.phase("0 failed requests to /api/version while it upgraded; Galaxy 26.1 answers"):
+        s = summarize(c.requests(), t_up, t_end)
+        p.fact("requests_during_upgrade", s)
+        assert s["requests"] > 30, s
+        assert s["failed"] == 0, s
+        assert gx.api_version(sc)["version_major"] == "26.1"

@@ -1,7 +1,9 @@
-"""Galaxy 26.1.2 (tests/apps/galaxy, image jobhandlers/galaxy:26.1) on the cluster, installed
-from values-examples/galaxy.yaml as it is (only the database and the CPU requests are the
-scenario's): jobs submitted through Galaxy's own API from a client pod, job rows read from
-the scenario's database, and a seed pod that leaves the schema one revision behind."""
+"""Galaxy 26.1.2 (tests/apps/galaxy, image jobhandlers/galaxy:26.1; 25.1.3 in :25.1) on the
+cluster, installed from values-examples/galaxy.yaml as it is (only the database and the CPU
+requests are the scenario's): jobs submitted through Galaxy's own API from a client pod, job
+rows and alembic revisions read from the scenario's database, one-off pods that run Galaxy's
+own tools (a seed that leaves the schema one revision behind, galaxy-helm's db-init), and
+galaxy-helm's layout expressed in our values (one Deployment per handler identity)."""
 
 from __future__ import annotations
 
@@ -11,18 +13,25 @@ from typing import Any
 import yaml
 
 from .client import Client
-from .cluster import Kube
+from .cluster import Kube, parse_time
 from .helm import ROOT, HelmResult, deep_merge
 from .scenario import WORKLOAD_IMAGE, Scenario
 from .waits import wait_until
 
 EXAMPLE = ROOT / "values-examples" / "galaxy.yaml"
 IMAGE = "jobhandlers/galaxy:26.1"
+OLD_TAG = "25.1"  # jobhandlers/galaxy:25.1 (Galaxy 25.1.3): the old side of the upgrade
 CONFIG = "/opt/galaxy/config/galaxy.yml"
 # Galaxy's bootstrap_admin_api_key (web only): the client creates a user and its key with it.
 BOOTSTRAP_KEY = "jobhandlers-kind-bootstrap-key"
 # What the local runner's recover() writes on a job a restarted handler of the same name finds.
 KILLED_INFO = "This job was killed when Galaxy was restarted"
+# What the local runner's worker writes on a job it killed at shutdown, when it gets there
+# before the process exits (galaxy.jobs.runners.local: terminated_by_shutdown).
+SHUTDOWN_INFO = "job terminated by Galaxy shutdown"
+# values-examples/galaxy.yaml's sidecar that empties heartbeat_*.log in place; in the scenarios
+# above TRIM_MAX_BYTES (about 3 of Galaxy's dumps) instead of 1 MiB
+TRIM_SIDECAR, TRIM_MAX_BYTES = "heartbeat-trim", 20000
 # Galaxy job states that are still in someone's hands (galaxy.model.Job.states).
 UNFINISHED = {"new", "resubmitted", "upload", "waiting", "queued", "running", "paused", "deleting", "stop"}
 
@@ -47,7 +56,8 @@ print(json.dumps(ids))
 
 def values(sc: Scenario, *overrides: dict) -> dict[str, Any]:
     """values-examples/galaxy.yaml + the scenario's database + 100m CPU requests (2 shared
-    cores: the example's 1.85 cores of requests would not schedule next to other scenarios)."""
+    cores: the example's 1.85 cores of requests would not schedule next to other scenarios)
+    + the heartbeat-trim sidecar's limit lowered to TRIM_MAX_BYTES."""
     example = yaml.safe_load(EXAMPLE.read_text())
     cpu = {"requests": {"cpu": "100m"}}
     scenario = {
@@ -62,7 +72,17 @@ def values(sc: Scenario, *overrides: dict) -> dict[str, Any]:
             "job": {"resources": cpu},
         },
     }
+    scenario["sidecars"] = [_trim_faster(c) for c in example.get("sidecars") or []]
     return deep_merge(example, scenario, *overrides)
+
+
+def _trim_faster(container: dict[str, Any]) -> dict[str, Any]:
+    """The example's heartbeat-trim sidecar with a limit a scenario reaches in a minute."""
+    if container.get("name") != TRIM_SIDECAR:
+        return container
+    fast = {"HEARTBEAT_MAX_BYTES": str(TRIM_MAX_BYTES), "HEARTBEAT_TRIM_SECONDS": "5"}
+    env = [{"name": e["name"], "value": fast.get(e["name"], e.get("value"))} for e in container["env"]]
+    return {**container, "env": env}
 
 
 def install(sc: Scenario, *overrides: dict, timeout_s: int = 900, wait: bool = True) -> HelmResult:
@@ -91,9 +111,11 @@ def submit_sleep_jobs(sc: Scenario, durations: list[int]) -> list[str]:
 
 
 def jobs(sc: Scenario) -> list[dict[str, Any]]:
-    """Every row of Galaxy's job table: id, state, handler (server name), info."""
-    rows = sc.pg.sql(sc.database, "SELECT id, state, coalesce(handler, ''), coalesce(info, '') FROM job ORDER BY id")
-    return [{"id": int(i), "state": s, "handler": h, "info": info} for i, s, h, info in rows]
+    """Every row of Galaxy's job table: id, state, handler (server name), info, update_time."""
+    rows = sc.pg.sql(sc.database, "SELECT id, state, coalesce(handler, ''), coalesce(info, ''), "
+                     "coalesce(extract(epoch FROM update_time), 0) FROM job ORDER BY id")  # UTC
+    return [{"id": int(i), "state": s, "handler": h, "info": info, "update_time": float(u)}
+            for i, s, h, info, u in rows]
 
 
 def states(sc: Scenario) -> dict[str, int]:
@@ -103,15 +125,61 @@ def states(sc: Scenario) -> dict[str, int]:
     return out
 
 
-def seed_behind(sc: Scenario, timeout: float = 600) -> str:
-    """Migrate the scenario's database to head, then `galaxy-manage-db downgrade gxy@-1`
-    (Galaxy's own tool) in a one-off pod: the schema an older Galaxy left. Returns its log."""
+def upgrade(sc: Scenario, *overrides: dict, timeout_s: int = 1200) -> HelmResult:
+    """helm upgrade --wait to the example with these overrides."""
+    sc.values = values(sc, *overrides)
+    return sc.helm.upgrade(sc.release, sc.namespace, [sc._values_file(sc.values)], timeout_s)
+
+
+def revisions(sc: Scenario) -> set[str]:
+    """Galaxy's alembic revisions in the database (one row per branch: gxy, tsi)."""
+    return {r[0] for r in sc.pg.sql(sc.database, "SELECT version_num FROM alembic_version")}
+
+
+def api_version(sc: Scenario) -> dict[str, Any]:
+    """GET /api/version through the web Service, from the client pod."""
+    c = client(sc)
+    code = "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+    res = sc.kube.exec(sc.namespace, c.name, ["python3", "-c", code, c.web_base + "/api/version"],
+                       container="client", timeout=60)
+    assert res.rc == 0, f"GET /api/version failed (exit {res.rc}): {res.stderr.strip()[-1000:]}"
+    return json.loads(res.stdout)
+
+
+def galaxy_helm_overrides() -> dict[str, Any]:
+    """galaxy-helm's layout, as far as our values express it: every process a Deployment with
+    a fixed --server-name (job_handler_0, job_handler_1: one Deployment of 1 replica per
+    identity, as galaxy-helm's handler Deployments), Kubernetes' default rolling update
+    (maxSurge 25 %, maxUnavailable 25 %: for 1 replica a new pod first), a 30 s grace, no
+    PodDisruptionBudget. The migration gating is the caller's (galaxy-helm has none)."""
+    example = yaml.safe_load(EXAMPLE.read_text())["handlers"]
+    default_rollout = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    # grace = maxJobRuntimeSeconds + drain.bufferSeconds (10) + preStopSeconds (2) = 30
+    thirty = {"maxJobRuntimeSeconds": 18, "terminationGracePeriodSeconds": 30, "strategy": default_rollout,
+              "pdb": {"enabled": False}}
+    cpu = {"requests": {"cpu": "100m"}}
+
+    def handler(server: str, pool: str) -> dict[str, Any]:
+        base = {k: v for k, v in example["job"].items() if k not in ("kind", "pdb")}
+        base["pdb"] = {"enabled": False}
+        return {**base, **thirty, "kind": "Deployment", "replicas": 1, "resources": cpu,
+                "args": ["-c", CONFIG, "--server-name", server, "--attach-to-pool", pool]}
+    return {"handlers": {
+        "web": thirty,
+        "workflow": handler("workflow_scheduler_0", "workflow-schedulers"),
+        "job": {"enabled": False},
+        "job0": handler("job_handler_0", "job-handlers"),
+        "job1": handler("job_handler_1", "job-handlers"),
+    }}
+
+
+def run_pod(sc: Scenario, name: str, script: str, timeout: float = 600) -> tuple[str, dict]:
+    """`sh -c script` in a one-off pod of the Galaxy image with the scenario's DATABASE_URL;
+    asserts it succeeded. Returns its log and its container's terminated state."""
     url = f"postgresql://{sc.database}:{sc.password}@{sc.pg.host}:5432/{sc.database}"
-    script = (f"jhgalaxy migrate && jhgalaxy exec galaxy-manage-db --galaxy-config {CONFIG} downgrade gxy@-1 "
-              "&& { jhgalaxy schema-check; echo \"schema-check exit $?\"; }")
     pod = {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "galaxy-seed", "labels": {"app.kubernetes.io/name": "scenario-seed"}},
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "scenario-seed"}},
         "spec": {
             "restartPolicy": "Never", "automountServiceAccountToken": False,
             "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
@@ -126,12 +194,35 @@ def seed_behind(sc: Scenario, timeout: float = 600) -> str:
         },
     }
     sc.kube.apply_objects(sc.namespace, [pod])
-    phase = wait_until(lambda: _phase(sc.kube, sc.namespace, "galaxy-seed") in ("Succeeded", "Failed")
-                       and _phase(sc.kube, sc.namespace, "galaxy-seed"), timeout, "the seed pod to finish",
+    phase = wait_until(lambda: _phase(sc.kube, sc.namespace, name) in ("Succeeded", "Failed")
+                       and _phase(sc.kube, sc.namespace, name), timeout, f"the {name} pod to finish",
                        interval=2)
-    log = sc.kube.logs(sc.namespace, "galaxy-seed", "seed")
-    assert phase == "Succeeded", f"seed pod {phase}:\n{log[-3000:]}"
-    return log
+    log = sc.kube.logs(sc.namespace, name, "seed")
+    assert phase == "Succeeded", f"{name} pod {phase}:\n{log[-3000:]}"
+    done = sc.kube.pod(sc.namespace, name)
+    return log, done["status"]["containerStatuses"][0]["state"]["terminated"]
+
+
+def seed_behind(sc: Scenario, timeout: float = 600) -> str:
+    """Migrate the scenario's database to head, then `galaxy-manage-db downgrade gxy@-1`
+    (Galaxy's own tool) in a one-off pod: the schema an older Galaxy left. Returns its log."""
+    script = (f"jhgalaxy migrate && jhgalaxy exec galaxy-manage-db --galaxy-config {CONFIG} downgrade gxy@-1 "
+              "&& { jhgalaxy schema-check; echo \"schema-check exit $?\"; }")
+    return run_pod(sc, "galaxy-seed", script, timeout)[0]
+
+
+def migrate_now(sc: Scenario, timeout: float = 600) -> float:
+    """galaxy-helm's db-init Job (a plain Job beside the handlers, nobody waits for it): Galaxy's
+    own migration in a one-off pod. Returns the time it finished (container exit)."""
+    _log, term = run_pod(sc, "galaxy-db-init", "jhgalaxy migrate && jhgalaxy schema-check", timeout)
+    return parse_time(term["finishedAt"])
+
+
+def job_pod(sc: Scenario, job: dict) -> str:
+    """The name of the (last) pod of a Job."""
+    pods = sc.kube.pods(sc.namespace, f"job-name={job['metadata']['name']}")
+    assert pods, f"no pod of Job {job['metadata']['name']}"
+    return max(pods, key=lambda p: p["metadata"]["creationTimestamp"])["metadata"]["name"]
 
 
 def _phase(kube: Kube, namespace: str, name: str) -> str | None:

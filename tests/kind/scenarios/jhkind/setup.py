@@ -20,8 +20,8 @@ DEFAULT_CLUSTER = "jobhandlers"
 # jobhandlers/procrastinate (tests/apps/procrastinate, `make app-images`, part of `make image`)
 APP_IMAGES = ["jobhandlers/procrastinate:1", "jobhandlers/procrastinate:2", "jobhandlers/chancy:1",
               "jobhandlers/chancy:2", "jobhandlers/huey:1", "jobhandlers/pgbouncer:1",
-              "jobhandlers/workload-noshell:1", "jobhandlers/galaxy:26.1", "jobhandlers/celery:1",
-              "jobhandlers/rabbitmq:1"]
+              "jobhandlers/workload-noshell:1", "jobhandlers/galaxy:26.1", "jobhandlers/galaxy:25.1",
+              "jobhandlers/celery:1", "jobhandlers/rabbitmq:1"]
 IMAGES = [f"{WORKLOAD_IMAGE}:1", f"{WORKLOAD_IMAGE}:2", f"{WORKLOAD_IMAGE}:3", POSTGRES_IMAGE, *APP_IMAGES]
 
 
