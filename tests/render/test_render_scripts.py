@@ -203,6 +203,13 @@ def as_pid1(argv: list[str]) -> tuple[subprocess.Popen[str], int]:
 def signal_while_waiting(argv: list[str], sig: int, after: float = 1.5, cap: float = 15) -> tuple[float, int, str]:
     """Seconds from the signal to the exit, the exit code and stdout (killed after cap)."""
     proc, pid1 = as_pid1(argv)
+    # the loop has started (its traps are set first) once PID 1 has a child: the check or the
+    # sleep between tries. A signal before the trap would be dropped by PID 1 (a loaded machine
+    # can take over a second to get there).
+    deadline = time.monotonic() + 30
+    while not children(pid1):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
     time.sleep(after)
     assert proc.poll() is None, proc.communicate()
     os.kill(pid1, sig)
@@ -236,7 +243,11 @@ def test_wait_for_migrations_exits_at_once_on_a_stop_signal(sig: int, code: int)
 def test_wait_for_migrations_exits_at_once_while_the_check_hangs() -> None:
     """SIGTERM during a check that hangs (a database that never answers) ends the wait and the check."""
     proc, pid1 = as_pid1(wait_script(HANGS))
-    time.sleep(1.5)
+    deadline = time.monotonic() + 30
+    while not children(pid1):  # the hanging check has started (a loaded machine may take seconds)
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(1.0)
     (check,) = children(pid1)
     os.kill(pid1, signal.SIGTERM)
     t0 = time.monotonic()

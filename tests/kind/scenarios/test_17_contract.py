@@ -28,10 +28,14 @@ pytestmark = [pytest.mark.kind, pytest.mark.timeout(900)]
 # v2 accepts the expand-only revision 5 (acceptAhead set one release BEFORE the split upgrade:
 # old pods keep the values they were created with; JH035).
 V2_TAG = os.environ.get("JH_CONTRACT_V2_TAG", "2")
-# Jobs of 120 s (job role maxJobRuntimeSeconds 150, grace 163 s): the v2 job pod is still
+# Jobs of 120 s (job role maxJobRuntimeSeconds 150, grace 170 s): the v2 job pod is still
 # draining when helm reaches the post-upgrade hook (after every role's rollout: 20-100 s on the
-# shared 2-core machine), so the post-deploy Job has to wait for it.
+# shared 2-core machine), so the post-deploy Job has to wait for it. preStopSeconds 10 (the
+# scenarios' base is 3): a web pod keeps serving 10 s after it turns not Ready, so a loaded
+# machine's endpoint updates land before it stops listening (seen once with 3 s: 2 refused
+# connections during the v3 web rollout of 17c).
 V2: dict[str, Any] = {"image": {"tag": V2_TAG}, "waitForMigrations": {"acceptAhead": True},
+                      "drain": {"preStopSeconds": 10},
                       "handlers": {"web": {"replicas": 2}, "job": {"maxJobRuntimeSeconds": 150}}}
 SPLIT: dict[str, Any] = {"image": {"tag": "3"},
                          "commands": {"migrate": ["workload", "migrate", "--skip-post-deployment"],
