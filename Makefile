@@ -122,7 +122,7 @@ test: tools venv deps ## unit, render, generated and workload tests, plus freshn
 	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check
 	$(JH) check values-examples/*.yaml
-	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup tests
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup --durations 15 tests
 
 .PHONY: fuzz
 fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render and check-vs-helm parity, 10x the examples of make test

@@ -30,7 +30,7 @@ kind-load: image kind-up venv ## load the workload, PostgreSQL and app images on
 	cd tests/kind/scenarios && $(KIND_ENV) $(abspath $(PY)) -c 'from jhkind import setup; from jhkind.progress import Progress; print("loaded:", " ".join(setup.load_images(Progress("kind-load"))))'
 
 test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --durations 10 tests/kind/test_smoke.py
 
 # Scenarios run KIND_JOBS at a time (they mostly wait on migrations and jobs); the node
 # scenarios (drain, node loss) take workers away, and 19 puts a NetworkPolicy engine in every
@@ -43,10 +43,10 @@ NODE_SCENARIOS := tests/kind/scenarios/test_8_nodes.py tests/kind/scenarios/test
   tests/kind/scenarios/test_19_netpol.py
 test-kind: image kind-up venv ## every kind test (smoke, scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@rm -f bench-results/kind-scenarios.json
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v tests/kind/test_smoke.py
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --durations 10 tests/kind/test_smoke.py
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist loadgroup \
-	  --reruns $(KIND_RERUNS) --reruns-delay 5 tests/kind/scenarios $(addprefix --ignore ,$(NODE_SCENARIOS))
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --reruns $(KIND_RERUNS) --reruns-delay 5 $(NODE_SCENARIOS)
+	  --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 tests/kind/scenarios $(addprefix --ignore ,$(NODE_SCENARIOS))
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(NODE_SCENARIOS)
 
 # The NetworkPolicy engine of scenario 19 (kube-router, built from its Go module; a cold build
 # takes 12-25 min on this machine, a warm one seconds). Part of `make image`, so the scenario's
