@@ -33,20 +33,19 @@ test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --durations 10 tests/kind/test_smoke.py
 
 # Scenarios run KIND_JOBS at a time (they mostly wait on migrations and jobs); the node
-# scenarios (drain, node loss) take workers away, and 19 puts a NetworkPolicy engine in every
-# worker's packet path, so they run alone, after the others.
+# scenarios (marker `nodes`: drain, node loss, and 19's NetworkPolicy engine in every worker's
+# packet path) take workers away, so they run alone, after the others.
 KIND_JOBS ?= 3
 # A scenario that fails is run once more (pytest-rerunfailures; "R" in the log and a RERUN line):
 # they share two cores and a cluster, and a probe or an install can miss its window under load.
 KIND_RERUNS ?= 1
-NODE_SCENARIOS := tests/kind/scenarios/test_8_nodes.py tests/kind/scenarios/test_14_sigterm.py \
-  tests/kind/scenarios/test_19_netpol.py
-test-kind: image kind-up venv ## every kind test (smoke, scenarios KIND_JOBS at a time, then the node scenarios alone)
+# The smoke tests run in the first pass with the scenarios (their slowest, a throwaway second
+# cluster for kind-down, would otherwise hold up every scenario for ~2 min).
+test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@rm -f bench-results/kind-scenarios.json
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --durations 10 tests/kind/test_smoke.py
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist loadgroup \
-	  --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 tests/kind/scenarios $(addprefix --ignore ,$(NODE_SCENARIOS))
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(NODE_SCENARIOS)
+	  --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 -m 'not nodes' tests/kind/test_smoke.py tests/kind/scenarios
+	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 -m nodes tests/kind/scenarios
 
 # The NetworkPolicy engine of scenario 19 (kube-router, built from its Go module; a cold build
 # takes 12-25 min on this machine, a warm one seconds). Part of `make image`, so the scenario's

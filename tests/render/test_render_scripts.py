@@ -189,10 +189,19 @@ def children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+def _default_stop_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def as_pid1(argv: list[str]) -> tuple[subprocess.Popen[str], int]:
-    """Start argv as PID 1 of a new PID namespace; (the unshare process, argv's host pid)."""
+    """Start argv as PID 1 of a new PID namespace; (the unshare process, argv's host pid).
+    SIGINT and SIGQUIT are reset to their defaults first, as a container runtime starts PID 1:
+    under a shell without job control (`.ci/run &`, nohup) they arrive ignored, and a shell
+    cannot trap a signal that was ignored when it started."""
     proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_stop_signals)
     deadline = time.monotonic() + 10
     while not children(proc.pid):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

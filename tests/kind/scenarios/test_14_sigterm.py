@@ -22,7 +22,7 @@ from jhkind import nodes
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.kind, pytest.mark.nodes, pytest.mark.timeout(600)]
 
 WAIT = "wait-for-migrations"
 REPLICAS = 2

@@ -11,7 +11,9 @@ early acks. Counts per variant: jobs lost, run twice, redelivered runs; old pods
 18b maintenance mode: cancel_consumer takes a worker out (it finishes what it holds, takes
 nothing new, is not Ready), add_consumer puts it back.
 18c broker restart during a rollout: what the chart can promise (every job runs) and what it
-cannot (exactly once)."""
+cannot (exactly once).
+18d `kubectl drain` of one worker's node with both windows full (a node scenario: it runs alone,
+after the others): the evicted worker drains, the same identity comes back on the other node."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import pytest
 import yaml
 
 from jhkind import celery as cy
+from jhkind import nodes
 from jhkind.cluster import RESTRICTED_LABELS, Kube, parse_time, pod_ready
 from jhkind.helm import Helm
 from jhkind.observe import Timeline, deletion_started, terminated_state
@@ -283,3 +286,55 @@ def test_18c_celery_broker_restart_during_rollout(scenario: Scenario) -> None:
     with p.phase("every job ran (durable queue, late acks); the rest is recorded, not promised"):
         assert rep["lost"] == 0 and rep["finished"] == 2 * HELD + 4, rep
         assert cy.queue_counts(sc)["consumers"] == 2, cy.queue_counts(sc)
+
+
+@pytest.mark.nodes
+def test_18d_celery_node_drain_with_prefetch(scenario: Scenario) -> None:
+    """`kubectl drain` of the node under one worker (eviction API, the role's PDB) while both
+    prefetch windows are full and 4 more tasks are queued: the evicted worker drains (the
+    example's `command`: cancel_consumer, wait until nothing is reserved, then SIGTERM) and
+    exits 0 inside its grace; the StatefulSet re-creates the same identity on the other node.
+    Every job runs, none twice."""
+    sc, p = scenario, scenario.progress
+    with p.phase("broker + helm install --wait"):
+        cy.start_broker(sc)
+        cy.install(sc).check("helm install")
+        sc.wait_handlers_ready(180)
+    grace = sc.grace("job")
+    pods = sorted(sc.handler_pods("job"), key=lambda pod: pod["metadata"]["name"])
+    assert len({pod["spec"]["nodeName"] for pod in pods}) == 2, "the default spread should put the 2 workers on 2 nodes"
+    gone = pods[1]
+    uid, name, node = gone["metadata"]["uid"], gone["metadata"]["name"], gone["spec"]["nodeName"]
+    rng = random.Random(184)
+    with p.phase(f"submit {2 * HELD + 4} tasks of 5-8 s; both windows full"):
+        cy.submit(sc, pods[0]["metadata"]["name"], [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
+        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full prefetch windows", interval=1,
+                   describe=lambda: str(cy.queue_counts(sc)))
+    selector = f"app.kubernetes.io/instance={sc.release},app.kubernetes.io/component=job"
+    try:
+        with p.phase(f"kubectl drain {node} --pod-selector {selector} ({name}, grace {grace} s)"):
+            res = nodes.drain(sc.kube, node, selector, grace + 120)
+        p.fact("drain_seconds", round(res.seconds, 1))
+        assert res.rc == 0, res.output[-2000:]
+        with p.phase(f"{name} re-created on the other node, Ready"):
+            def replaced() -> bool:
+                pod = sc.kube.pod(sc.namespace, name) or {}
+                return pod.get("metadata", {}).get("uid") not in (None, uid) and pod_ready(pod)
+            wait_until(replaced, 180, f"{name} back and Ready")
+            new_node = sc.kube.pod(sc.namespace, name)["spec"]["nodeName"]
+            p.fact("replacement_node", new_node)
+            assert new_node != node, f"{name} came back on the cordoned {node}"
+    finally:
+        nodes.uncordon(sc.kube, node)
+    started = deletion_started(sc.timeline, uid)
+    term = terminated_state(sc.timeline.last_pods()[uid], "job")
+    assert started is not None and term is not None, f"{name}: deletion or final state not seen"
+    ended = parse_time(term["finishedAt"])
+    with p.phase("queue drained, every run ended"):
+        rep = cy.wait_settled(sc, 300, {name: ended})
+    rep.update(grace=grace, exit=(int(term["exitCode"]), round(ended - started, 1)))
+    p.fact("report", rep)
+    assert rep["lost"] == 0 and rep["finished"] == 2 * HELD + 4, rep
+    assert rep["run_twice"] == 0 and rep["interrupted_runs"] == 0, rep
+    assert rep["exit"][0] == 0 and rep["exit"][1] < grace, f"{name} exit code and seconds after deletion: {rep['exit']}"
+    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()

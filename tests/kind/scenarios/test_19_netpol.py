@@ -24,7 +24,7 @@ from jhkind.scenario import WORKLOAD_IMAGE, Scenario
 from jhkind.setup import BIN
 from jhkind.waits import wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.kind, pytest.mark.nodes, pytest.mark.timeout(900)]
 
 HERE = Path(__file__).resolve().parent
 ENGINE = HERE / "netpol-engine.yaml"

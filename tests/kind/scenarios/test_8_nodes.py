@@ -19,7 +19,7 @@ from jhkind.observe import deletion_started, terminated_state
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.kind, pytest.mark.nodes, pytest.mark.timeout(1200)]
 
 REPLICAS = 3
 
