@@ -1,5 +1,6 @@
 """The precomputed chart data (`_chartcache.py`, built by precompute.py), used only when it
-was built from this chart: the key is a checksum of values.yaml and values.schema.json."""
+was built from this chart: the key is a checksum of values.yaml, values.schema.json and
+lifecycle.yaml."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ if TYPE_CHECKING:
 
 
 def chart_key(chart_dir: str | os.PathLike[str]) -> str:
-    """CRC-32 and size of the chart's values.yaml and values.schema.json (what check depends
-    on). A cache key, not a signature: zlib loads in a fraction of hashlib's time, and
+    """CRC-32 and size of the chart's values.yaml, values.schema.json and lifecycle.yaml (what
+    check depends on). A cache key, not a signature: zlib loads in a fraction of hashlib's time, and
     `make test` compares the whole generated module with a fresh build anyway."""
     parts = []
-    for name in ("values.yaml", "values.schema.json"):
+    for name in ("values.yaml", "values.schema.json", "lifecycle.yaml"):
         with open(os.path.join(chart_dir, name), "rb") as fh:
             data = fh.read()
         parts.append(f"{zlib.crc32(data):08x}-{len(data)}")

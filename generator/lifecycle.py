@@ -8,7 +8,7 @@ import os
 
 import yaml
 
-from . import charts
+from . import chartcache, charts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,7 +18,11 @@ FILE_NAME = "lifecycle.yaml"
 
 
 def _load() -> dict[str, Any]:
-    """The data file of the chart the tool ships with (parsed once, at import)."""
+    """The data file of the chart the tool ships with (parsed once, at import; taken from
+    `_chartcache` when that was built from this chart: no YAML parse at start-up)."""
+    cache = chartcache.load(charts.DEFAULT_PATH)
+    if cache is not None and hasattr(cache, "LIFECYCLE"):
+        return cache.LIFECYCLE
     path = os.path.join(charts.DEFAULT_PATH, FILE_NAME)
     with open(path, encoding="utf-8") as fh:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

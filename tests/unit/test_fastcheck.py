@@ -54,12 +54,26 @@ def test_a_changed_chart_is_not_served_from_the_cache(tmp_path: Path) -> None:
     with (chart / "values.yaml").open("a") as fh:
         fh.write("\n# edited\n")
     assert chartcache.load(chart) is None
+    shutil.copy(charts.DEFAULT_DIR / "values.yaml", chart / "values.yaml")
+    with (chart / "lifecycle.yaml").open("a") as fh:
+        fh.write("\n# edited\n")
+    assert chartcache.load(chart) is None
     (chart / "values.schema.json").unlink()
     assert chartcache.load(chart) is None
 
 
 def test_precompute_check_passes_and_is_deterministic() -> None:
     assert precompute.build(charts.DEFAULT_DIR) == precompute.OUT.read_text(encoding="utf-8")
+
+
+def test_the_tool_takes_its_lifecycle_data_from_the_cache_and_it_equals_the_file() -> None:
+    """lifecycle.yaml is parsed at build time; at start-up the tool reads the cache's copy."""
+    import yaml
+
+    from generator import lifecycle
+
+    assert _chartcache.LIFECYCLE == yaml.safe_load((charts.DEFAULT_DIR / "lifecycle.yaml").read_text(encoding="utf-8"))
+    assert lifecycle.DATA is _chartcache.LIFECYCLE
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
