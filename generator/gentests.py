@@ -98,6 +98,8 @@ def expectations(values: dict[str, Any], versions: Sequence[str]) -> dict[str, A
         "schema_check": " ".join(str(x) for x in ((values.get("commands") or {}).get("schemaWait")
                                                    or (values.get("commands") or {}).get("schemaCheck") or [])),
         "image_tag": str((values.get("image") or {}).get("tag") or ""),
+        "post_deploy": model.post_deploy_enabled(values),
+        "post_migrate": " ".join(str(x) for x in (values.get("commands") or {}).get("postMigrate") or []),
         "roles": roles,
         "per_version": per_version,
     }

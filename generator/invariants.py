@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 WAIT_CONTAINER = "wait-for-migrations"
+ROLLOUT_CONTAINER = "wait-for-rollout"
 HOOK = "helm.sh/hook"
 HOOK_WEIGHT = "helm.sh/hook-weight"
 
@@ -48,6 +49,12 @@ def deployments_by_role(objects: Sequence[dict[str, Any]]) -> dict[str, dict[str
 def of_kind(objects: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     """The objects of one kind."""
     return [o for o in objects if o.get("kind") == kind]
+
+
+def migration_jobs(objects: Sequence[dict[str, Any]], post_deploy: bool = False) -> list[dict[str, Any]]:
+    """The migration Jobs, or (post_deploy) the post-deploy ones: those that wait for the
+    rollout (init container wait-for-rollout; commands.postMigrate)."""
+    return [j for j in of_kind(objects, "Job") if (init_container(j, ROLLOUT_CONTAINER) is not None) == post_deploy]
 
 
 def annotations(obj: dict[str, Any]) -> dict[str, str]:

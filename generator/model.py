@@ -528,13 +528,19 @@ def env_containers(values: Mapping[str, Any]) -> list[EnvContainer]:
     common = tuple(common_env_names(values))
     user = tuple(chart_env + _entries(mig.get("env"), "migration", "env"))
     env_from = chart_from or bool(mig.get("envFrom"))
-    jobs = {"migration": "migrate"} if mig.get("enabled", True) else {}
+    # Job -> (main container, (the chart's init container, its chart env) or None, the user's env)
+    wait_db = ("wait-for-database", common) if _block(mig.get("waitForDatabase")).get("enabled", True) else None
+    jobs = {"migration": ("migrate", wait_db, user)} if mig.get("enabled", True) else {}
     if jobs and mig.get("useHelmHooks", True) and str(mig.get("onRollback")) == "downgrade":
-        jobs["downgrade"] = "downgrade"  # the pre-rollback hook: the same pod, its own container name
-    for job, main in jobs.items():
-        if _block(mig.get("waitForDatabase")).get("enabled", True):
-            out.append(EnvContainer(f"{job} Job: wait-for-database", common, user, env_from))
-        out.append(EnvContainer(f"{job} Job: {main}", common, user, env_from))
+        jobs["downgrade"] = ("downgrade", wait_db, user)  # the pre-rollback hook: the same pod, its own container name
+    if post_deploy_enabled(values):  # waits for the schema instead of the database; postDeploy.env comes last
+        jobs["post-migration"] = ("post-migrate", ("wait-for-migrations", (*common, WAIT_TIMEOUT_ENV)),
+                                  user + tuple(_entries(_block(mig.get("postDeploy")).get("env"),
+                                                        "migration", "postDeploy", "env")))
+    for job, (main, wait, job_user) in jobs.items():
+        if wait:
+            out.append(EnvContainer(f"{job} Job: {wait[0]}", wait[1], job_user, env_from))
+        out.append(EnvContainer(f"{job} Job: {main}", common, job_user, env_from))
         out += _own_containers(f"{job} Job: init container", inits + _entries(
             mig.get("extraInitContainers"), "migration", "extraInitContainers"))
         out += _own_containers(f"{job} Job: sidecar", [(p, c) for p, c in sidecars if c.get("migration")]

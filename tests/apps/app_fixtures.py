@@ -54,11 +54,12 @@ def define(ns: MutableMapping[str, Any], *, name: str, here: Path, venv: Path, e
 
     @pytest.fixture(name="app")
     def _app(venv: Path, projects: dict[int, Path], dburl: str, tmp_path: Path) -> Iterator[Any]:
-        """app(version=1) -> the app on this test's database; its processes are killed at teardown."""
+        """app(version=1, **kw) -> the app on this test's database (kw: more arguments of the app
+        class); its processes are killed at teardown."""
         made: list[Any] = []
 
-        def make(version: int = 1) -> Any:
-            made.append(app_cls(projects[version], dburl, tmp_path))
+        def make(version: int = 1, **kw: Any) -> Any:
+            made.append(app_cls(projects[version], dburl, tmp_path, **kw))
             return made[-1]
 
         yield make

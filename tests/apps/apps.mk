@@ -2,6 +2,8 @@
 APPS_DIR := $(ROOT)/tests/apps
 PROCRASTINATE_DIR := $(APPS_DIR)/procrastinate
 PROCRASTINATE_VENV := $(PROCRASTINATE_DIR)/.venv
+# the host upgrade test's old and new procrastinate (requirements-<minor>.txt -> .venv-<minor>)
+PROCRASTINATE_UPGRADE := 3.1 3.2
 CHANCY_DIR := $(APPS_DIR)/chancy
 CHANCY_VENV := $(CHANCY_DIR)/.venv
 HUEY_DIR := $(APPS_DIR)/huey
@@ -47,12 +49,18 @@ galaxy25-image: venv docker-up ## jobhandlers/galaxy:25.1: Galaxy 25.1.3 (requir
 # `make image` also builds the app images: a warm run only compares an inputs label.
 image: app-images
 
-app-venv: $(PROCRASTINATE_VENV)/.installed $(CHANCY_VENV)/.installed $(HUEY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt)
+app-venv: $(PROCRASTINATE_VENV)/.installed $(PROCRASTINATE_UPGRADE:%=$(PROCRASTINATE_VENV)-%/.installed) $(CHANCY_VENV)/.installed $(HUEY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt; procrastinate 3.1 and 3.2 too)
 
 $(PROCRASTINATE_VENV)/.installed: $(PROCRASTINATE_DIR)/requirements.txt
 	test -x $(PROCRASTINATE_VENV)/bin/python || python3 -m venv $(PROCRASTINATE_VENV)
 	$(PROCRASTINATE_VENV)/bin/pip install -q --no-deps -r $<
 	$(PROCRASTINATE_VENV)/bin/pip check
+	@touch $@
+
+$(PROCRASTINATE_VENV)-%/.installed: $(PROCRASTINATE_DIR)/requirements-%.txt
+	test -x $(PROCRASTINATE_VENV)-$*/bin/python || python3 -m venv $(PROCRASTINATE_VENV)-$*
+	$(PROCRASTINATE_VENV)-$*/bin/pip install -q --no-deps -r $<
+	$(PROCRASTINATE_VENV)-$*/bin/pip check
 	@touch $@
 
 $(CHANCY_VENV)/.installed: $(CHANCY_DIR)/requirements.txt

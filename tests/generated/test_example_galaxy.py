@@ -20,6 +20,7 @@ from jobhandlers.invariants import (
     env_value,
     hook_phases,
     init_container,
+    migration_jobs,
     of_kind,
     pod_spec,
     role_container,
@@ -179,7 +180,7 @@ def test_roles_rendered(rendered: tuple[str, list[dict[str, Any]]]) -> None:
 
 def test_migration_job_is_pre_install_pre_upgrade_hook(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = rendered
-    jobs = of_kind(objects, "Job")
+    jobs = migration_jobs(objects)
     assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
     assert hook_phases(jobs[0]) == {"pre-install", "pre-upgrade"}
     assert annotations(jobs[0])[HOOK_WEIGHT] == str(HOOK_WEIGHT_VALUE)
@@ -188,7 +189,7 @@ def test_migration_secret_is_an_earlier_hook(rendered: tuple[str, list[dict[str,
     """The chart-created Secret the pre-install migration Job reads must itself be a hook
     with a lower weight, or the Job waits for a Secret helm creates only later."""
     _, objects = rendered
-    job = of_kind(objects, "Job")[0]
+    job = migration_jobs(objects)[0]
     chart_secrets = {s["metadata"]["name"]: s for s in of_kind(objects, "Secret")}
     used = [chart_secrets[name] for name in sorted(secret_refs(pod_spec(job))) if name in chart_secrets]
     assert used, "the migration Job reads no chart-created Secret"

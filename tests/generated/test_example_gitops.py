@@ -19,6 +19,7 @@ from jobhandlers.invariants import (
     env_value,
     hook_phases,
     init_container,
+    migration_jobs,
     of_kind,
     pod_spec,
     role_container,
@@ -146,15 +147,15 @@ def test_migration_job_name_is_hashed(rendered: tuple[str, list[dict[str, Any]]]
     """The plain Job's name carries a hash of its spec: same spec, same name; another
     image, another name (so Argo CD / Flux run the new migration)."""
     version, objects = rendered
-    jobs = of_kind(objects, "Job")
+    jobs = migration_jobs(objects)
     assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
     job = jobs[0]
     assert hook_phases(job) == set()
     assert re.fullmatch(r"[a-z0-9-]+-[0-9a-f]{10}", job["metadata"]["name"]), job["metadata"]["name"]
-    again = of_kind(helm.render([EXAMPLE], kube_version=version), "Job")[0]
+    again = migration_jobs(helm.render([EXAMPLE], kube_version=version))[0]
     assert again["metadata"]["name"] == job["metadata"]["name"]
-    changed = of_kind(helm.render([EXAMPLE], kube_version=version,
-                                  overrides={"image": {"tag": IMAGE_TAG + "-changed"}}), "Job")[0]
+    changed = migration_jobs(helm.render([EXAMPLE], kube_version=version,
+                                         overrides={"image": {"tag": IMAGE_TAG + "-changed"}}))[0]
     assert changed["metadata"]["name"] != job["metadata"]["name"]
 
 

@@ -20,6 +20,7 @@ from jobhandlers.invariants import (
     env_value,
     hook_phases,
     init_container,
+    migration_jobs,
     of_kind,
     pod_spec,
     role_container,
@@ -178,7 +179,7 @@ def test_roles_rendered(rendered: tuple[str, list[dict[str, Any]]]) -> None:
 
 def test_migration_job_is_pre_install_pre_upgrade_hook(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     _, objects = rendered
-    jobs = of_kind(objects, "Job")
+    jobs = migration_jobs(objects)
     assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
     assert hook_phases(jobs[0]) == {"pre-install", "pre-upgrade"}
     assert annotations(jobs[0])[HOOK_WEIGHT] == str(HOOK_WEIGHT_VALUE)

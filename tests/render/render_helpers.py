@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from generator import helm, model
-from generator.invariants import role_container
+from generator.invariants import migration_jobs, role_container
 
 EXAMPLES: list[Path] = helm.examples()
 VERSIONS: tuple[str, ...] = model.KUBE_VERSIONS
@@ -103,7 +103,7 @@ def init_container(obj: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 def migration_job(objects: Objects) -> dict[str, Any] | None:
-    """The migration Job, or None."""
-    jobs = kinds(objects, "Job")
+    """The (pre-deploy) migration Job, or None; never the post-deploy Job (commands.postMigrate)."""
+    jobs = migration_jobs(objects)
     assert len(jobs) <= 1, [j["metadata"]["name"] for j in jobs]
     return jobs[0] if jobs else None

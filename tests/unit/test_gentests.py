@@ -86,6 +86,21 @@ def test_generated_tests_pass_and_catch_a_model_disagreement(tmp_path: Path) -> 
     assert proc.returncode == 1 and "340 == 341" in proc.stdout
 
 
+def test_generated_tests_tell_the_post_deploy_job_apart(tmp_path: Path) -> None:
+    """commands.postMigrate renders a second Job: the migration tests take the pre-deploy one,
+    one more test the post-deploy one (GitOps mode here: both are hash-named plain Jobs)."""
+    ex = tmp_path / "ex.yaml"
+    ex.write_text("commands:\n  postMigrate: [workload, migrate]\nwaitForMigrations:\n  acceptAhead: true\n"
+                  "migration:\n  useHelmHooks: false\n  postDeploy:\n    gitOps: plain\n")
+    gen = tmp_path / "test_example_ex.py"
+    gen.write_text(generate_one(ex, ("1.20", "1.34")))
+    assert "POST_MIGRATE = 'workload migrate'" in gen.read_text()
+    proc = _pytest(gen, "-rA")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "test_example_ex.py::test_post_deploy_job_waits_for_the_schema_and_the_rollout[1.34]" in proc.stdout, \
+        proc.stdout[-3000:]
+
+
 def test_values_files_kube_versions_and_relative_paths(tmp_path: Path) -> None:
     """`gen-tests VALUES… --out DIR --kube-version V`: one file per values file, the values
     found relative to the test file, only the versions asked for."""

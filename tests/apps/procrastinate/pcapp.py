@@ -16,10 +16,12 @@ VENV = Path(os.environ.get("PROCRASTINATE_VENV") or HERE / ".venv")
 
 
 class App:
-    """The test app at one version (1 or 2) against one database URL."""
+    """The test app at one version (1 or 2) against one database URL, run from `venv`
+    (requirements.txt's; the upgrade tests use .venv-3.1 and .venv-3.2)."""
 
-    def __init__(self, project: Path, url: str, workdir: Path) -> None:
+    def __init__(self, project: Path, url: str, workdir: Path, venv: Path = VENV) -> None:
         self.project = project
+        self.venv = venv
         self.url = url
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -29,19 +31,19 @@ class App:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PROCRASTINATE_"))}
         env.update({"DATABASE_URL": self.url, "DJANGO_SETTINGS_MODULE": "jhproc.settings",
                     "PYTHONPATH": str(self.project), "PYTHONDONTWRITEBYTECODE": "1",
-                    "PYTHONUNBUFFERED": "1", "PATH": f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"})
+                    "PYTHONUNBUFFERED": "1", "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"})
         env.update(self.extra_env)
         return env
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """`django-admin ARGS` to completion."""
-        return subprocess.run([str(VENV / "bin" / "django-admin"), *args], env=self.env(), cwd=self.workdir,
+        return subprocess.run([str(self.venv / "bin" / "django-admin"), *args], env=self.env(), cwd=self.workdir,
                               capture_output=True, text=True, timeout=timeout)
 
     def start(self, *args: str, name: str = "worker") -> subprocess.Popen[bytes]:
         """`django-admin ARGS` in the background (killed at teardown); output in workdir/NAME.log."""
         log = open(self.workdir / f"{name}-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([str(VENV / "bin" / "django-admin"), *args], env=self.env(), cwd=self.workdir,
+        proc = subprocess.Popen([str(self.venv / "bin" / "django-admin"), *args], env=self.env(), cwd=self.workdir,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         proc.log_path = Path(log.name)  # type: ignore[attr-defined]
@@ -58,6 +60,11 @@ class App:
 def output(proc: subprocess.Popen[bytes]) -> str:
     """Everything a background process logged so far."""
     return Path(proc.log_path).read_text(errors="replace")  # type: ignore[attr-defined]
+
+
+def ok(res: subprocess.CompletedProcess[str]) -> str:
+    """The output of a command, for assertion messages."""
+    return f"exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
 
 
 def wait_for(pred: Any, timeout: float, what: str, interval: float = 0.1) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import psycopg
 import pytest
-from pcapp import App, output, query, wait_for
+from pcapp import App, ok, output, query, wait_for
 
 PRE_HEARTBEAT = "0033_post_cancel_notification"  # procrastinate's last migration before 0034_pre_add_heartbeat
 LOCK_SECONDS = 16.0
@@ -22,11 +22,6 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("procrastinate")
 
 def started_runs(url: str, task: str = "sleep_task") -> list[tuple[Any, ...]]:
     return query(url, "SELECT job_id, started_at, finished_at FROM jhtasks_taskrun WHERE task = %s", task)
-
-
-def ok(res: Any) -> str:
-    """The output of a command, for assertion messages."""
-    return f"exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
 
 
 def hold_lock(url: str, sql: str, seconds: float, held: threading.Event) -> threading.Thread:
