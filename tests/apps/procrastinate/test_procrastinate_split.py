@@ -32,7 +32,8 @@ while True:
     time.sleep(0.1)
 """
 
-pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("procrastinate")]
+# its own group: its three tests (two venvs, ~35-90 s) need not queue behind the app tests
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("procrastinate-split")]
 
 
 @pytest.fixture(name="pc")

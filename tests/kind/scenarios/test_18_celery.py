@@ -90,9 +90,9 @@ def scale_down(sc: Scenario, rng: random.Random) -> dict[str, Any]:
     p = sc.progress
     before = cy.report(sc)
     with p.phase(f"submit {2 * HELD + 4} tasks of 5-8 s; windows full"):
-        cy.submit(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
-                  [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full prefetch windows", interval=1,
+        cy.submit_paused(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
+                         [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
+        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 120, "full prefetch windows", interval=1,
                    describe=lambda: str(cy.queue_counts(sc)))
     [gone] = [pod for pod in sc.handler_pods("job") if pod["metadata"]["name"].endswith("-1")]
     uid, name = gone["metadata"]["uid"], gone["metadata"]["name"]
@@ -121,15 +121,17 @@ def rollout(sc: Scenario, overrides: list[dict], seed: int, then_scale_down: boo
     with p.phase("broker + helm install --wait"):
         cy.start_broker(sc)
         cy.install(sc, *overrides).check("helm install")
-        sc.wait_handlers_ready(180)
+        sc.wait_handlers_ready(300)
     grace, replicas = sc.grace("job"), int(sc.values["handlers"]["job"]["replicas"])
     pods = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))
     rng = random.Random(seed)
     n = HELD * replicas + 4
     with p.phase(f"submit {n} tasks of 10-20 s; every window full ({HELD} per worker)"):
-        cy.submit(sc, pods[0], [round(rng.uniform(10, 20), 1) for _ in range(n)])
+        # paused: the windows fill from a full queue at once, so the state below holds from then
+        # until the first task ends (>= 10 s), however slow the submit on a loaded machine
+        cy.submit_paused(sc, pods[0], [round(rng.uniform(10, 20), 1) for _ in range(n)])
         wait_until(lambda: cy.queue_counts(sc)["unacked"] == HELD * replicas and cy.report(sc)["running"] == CONCURRENCY * replicas,
-                   60, "full prefetch windows", interval=1, describe=lambda: f"{cy.queue_counts(sc)} {cy.report(sc)}")
+                   120, "full prefetch windows", interval=1, describe=lambda: f"{cy.queue_counts(sc)} {cy.report(sc)}")
     held = cy.queue_counts(sc)
     old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
     with p.phase("rollout restart"):
@@ -209,8 +211,8 @@ def test_18b_celery_maintenance_mode(scenario: Scenario) -> None:
         costs = [cy.ping_cost(sc, pod1) for _ in range(3)]
         p.fact("inspect_ping_cost", costs)
     with p.phase(f"submit {2 * HELD} tasks of 15 s; both windows full"):
-        cy.submit(sc, pod0, [15.0] * (2 * HELD))
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full windows", interval=1,
+        cy.submit_paused(sc, pod0, [15.0] * (2 * HELD))
+        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 120, "full windows", interval=1,
                    describe=lambda: str(cy.queue_counts(sc)))
     with p.phase(f"commands.drain in {pod1}; submit 8 more"):
         res = cy.run(sc, pod1, sc.values["commands"]["drain"])
@@ -299,7 +301,7 @@ def test_18d_celery_node_drain_with_prefetch(scenario: Scenario) -> None:
     with p.phase("broker + helm install --wait"):
         cy.start_broker(sc)
         cy.install(sc).check("helm install")
-        sc.wait_handlers_ready(180)
+        sc.wait_handlers_ready(300)
     grace = sc.grace("job")
     pods = sorted(sc.handler_pods("job"), key=lambda pod: pod["metadata"]["name"])
     assert len({pod["spec"]["nodeName"] for pod in pods}) == 2, "the default spread should put the 2 workers on 2 nodes"
@@ -307,8 +309,8 @@ def test_18d_celery_node_drain_with_prefetch(scenario: Scenario) -> None:
     uid, name, node = gone["metadata"]["uid"], gone["metadata"]["name"], gone["spec"]["nodeName"]
     rng = random.Random(184)
     with p.phase(f"submit {2 * HELD + 4} tasks of 5-8 s; both windows full"):
-        cy.submit(sc, pods[0]["metadata"]["name"], [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full prefetch windows", interval=1,
+        cy.submit_paused(sc, pods[0]["metadata"]["name"], [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
+        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 120, "full prefetch windows", interval=1,
                    describe=lambda: str(cy.queue_counts(sc)))
     selector = f"app.kubernetes.io/instance={sc.release},app.kubernetes.io/component=job"
     try:
