@@ -121,24 +121,17 @@ def live_progress(request) -> Iterator[None]:
     Progress.terminal = None
 
 
-# The longest scenarios (minutes of one worker, CI on the 2-core machine), started first:
-# `--dist loadgroup` hands each worker the next scope in collection order and queues one more
-# behind it, so a long scenario collected late (16e after the Galaxy group, as in file order)
-# ran after everything else and set the run's length. The Galaxy group counts as one scope.
-LONGEST_FIRST = {
-    "test_16e_": 15, "test_16a_": 12, "test_16c_": 12, "test_16d_": 12, "test_18a_": 8, "test_17ab_": 6,
-    "test_16b_": 6, "test_18c_": 5, "test_3e_": 5, "test_17c_": 4, "test_18b_": 3,
-}
-
-
-def expected_minutes(name: str) -> float:
-    """A scenario's expected length in LONGEST_FIRST, else 1 (most take 1-2 minutes)."""
-    return next((m for prefix, m in LONGEST_FIRST.items() if name.startswith(prefix)), 1)
+# Galaxy's upgrade (16e, ~15 min of one worker) is collected first, so it starts at once on a
+# worker of its own: `--dist loadgroup` queues the next scope behind a worker's current one, and
+# in file order 16e could land behind the Galaxy group's install (16a-16d) on one worker and set
+# the run's length. Everything else keeps file order: putting all the long scenarios first
+# (Galaxy x3 and Celery's four namespaces at once) overloaded the 2 cores, and 16c and 18a failed.
+FIRST = ("test_16e_",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Longest first (stable: file order among equals)."""
-    items.sort(key=lambda item: -expected_minutes(item.name))
+    """FIRST to the front (stable: file order otherwise)."""
+    items.sort(key=lambda item: not item.name.startswith(FIRST))
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
