@@ -74,11 +74,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,kind,bench]'
 	@touch $@
 
-# PostgreSQL server binaries for the workload tests (Debian packages).
+# PostgreSQL server binaries for the workload tests, redis-server for the Celery app's Redis
+# transport tests (Debian packages; the package's service is not started here).
 .PHONY: deps
-deps: ## install the system packages the tests need (PostgreSQL server)
+deps: ## install the system packages the tests need (PostgreSQL server, redis-server)
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
+	@command -v redis-server >/dev/null || test -x /usr/bin/redis-server || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
 
 # ---- the two commands of the README ----
 .PHONY: render

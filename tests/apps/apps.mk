@@ -8,6 +8,8 @@ CHANCY_DIR := $(APPS_DIR)/chancy
 CHANCY_VENV := $(CHANCY_DIR)/.venv
 HUEY_DIR := $(APPS_DIR)/huey
 HUEY_VENV := $(HUEY_DIR)/.venv
+CELERY_DIR := $(APPS_DIR)/celery
+CELERY_VENV := $(CELERY_DIR)/.venv
 GALAXY_DIR := $(APPS_DIR)/galaxy
 GALAXY_VENV := $(GALAXY_DIR)/.venv
 # pip 23.2 backtracks without end on Galaxy's pins; the Galaxy venv gets this pip first
@@ -49,7 +51,7 @@ galaxy25-image: venv docker-up ## jobhandlers/galaxy:25.1: Galaxy 25.1.3 (requir
 # `make image` also builds the app images: a warm run only compares an inputs label.
 image: app-images
 
-app-venv: $(PROCRASTINATE_VENV)/.installed $(PROCRASTINATE_UPGRADE:%=$(PROCRASTINATE_VENV)-%/.installed) $(CHANCY_VENV)/.installed $(HUEY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt; procrastinate 3.1 and 3.2 too)
+app-venv: $(PROCRASTINATE_VENV)/.installed $(PROCRASTINATE_UPGRADE:%=$(PROCRASTINATE_VENV)-%/.installed) $(CHANCY_VENV)/.installed $(HUEY_VENV)/.installed $(CELERY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt; procrastinate 3.1 and 3.2 too; celery also requirements-redis.txt)
 
 $(PROCRASTINATE_VENV)/.installed: $(PROCRASTINATE_DIR)/requirements.txt
 	test -x $(PROCRASTINATE_VENV)/bin/python || python3 -m venv $(PROCRASTINATE_VENV)
@@ -73,6 +75,14 @@ $(HUEY_VENV)/.installed: $(HUEY_DIR)/requirements.txt
 	test -x $(HUEY_VENV)/bin/python || python3 -m venv $(HUEY_VENV)
 	$(HUEY_VENV)/bin/pip install -q --no-deps -r $<
 	$(HUEY_VENV)/bin/pip check
+	@touch $@
+
+# Celery: the image's set plus kombu's Redis transport (redis-py), for the host tests on Debian's
+# redis-server (tests/apps/celery/test_celery_redis.py).
+$(CELERY_VENV)/.installed: $(CELERY_DIR)/requirements.txt $(CELERY_DIR)/requirements-redis.txt
+	test -x $(CELERY_VENV)/bin/python || python3 -m venv $(CELERY_VENV)
+	$(CELERY_VENV)/bin/pip install -q --no-deps -r $(CELERY_DIR)/requirements.txt -r $(CELERY_DIR)/requirements-redis.txt
+	$(CELERY_VENV)/bin/pip check
 	@touch $@
 
 galaxy-venv: $(GALAXY_VENV)/.installed ## host venv of the Galaxy test app (~0.9 GB; only `make test-galaxy` uses it)

@@ -1,9 +1,10 @@
 """Settings of the Celery test app: PostgreSQL (psycopg 3) from DATABASE_URL for Django (the
-task records), RabbitMQ from CELERY_BROKER_URL for Celery, and the `jhtasks` app. No web
+task records), RabbitMQ (or Redis) from CELERY_BROKER_URL for Celery, and the `jhtasks` app. No web
 server, no lifecycle code: every lifecycle behaviour comes from Django and Celery."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -65,5 +66,8 @@ CELERY_TASK_IGNORE_RESULT = True  # no result backend: jhtasks_taskrun is the re
 CELERY_TASK_ACKS_LATE = flag("CELERY_TASK_ACKS_LATE", True)
 # Messages held per worker = multiplier × concurrency (reserved in memory, unacked).
 CELERY_WORKER_PREFETCH_MULTIPLIER = int(os.environ.get("CELERY_WORKER_PREFETCH_MULTIPLIER", "4"))
+# kombu's transport options as JSON, e.g. for Redis (tests/apps/celery/README.md, "Redis
+# transport"): {"visibility_timeout": 3600}. Unset: kombu's defaults.
+CELERY_BROKER_TRANSPORT_OPTIONS = json.loads(os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS") or "{}")
 # Logging is Celery's own (the worker's --loglevel); Django adds nothing.
 LOGGING_CONFIG = None
