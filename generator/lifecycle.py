@@ -21,7 +21,7 @@ def _load() -> dict[str, Any]:
     """The data file of the chart the tool ships with (parsed once, at import; taken from
     `_chartcache` when that was built from this chart: no YAML parse at start-up)."""
     cache = chartcache.load(charts.DEFAULT_PATH)
-    if cache is not None and hasattr(cache, "LIFECYCLE"):
+    if cache is not None:  # its key covers lifecycle.yaml, so a matching cache has LIFECYCLE
         return cache.LIFECYCLE
     path = os.path.join(charts.DEFAULT_PATH, FILE_NAME)
     with open(path, encoding="utf-8") as fh:
