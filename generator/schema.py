@@ -67,8 +67,20 @@ def _fix_for(err: ValidationError, key: str | None = None) -> str:
     if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         return f"use a value within the bound ({v} {err.validator_value})"
     if v == "pattern":
-        return f"match the pattern {err.validator_value}"
+        words = _PATTERN_WORDS.get(err.validator_value)
+        return words if words else f"match the pattern {err.validator_value}"
     return "see the key's description in chart/values.schema.json"
+
+
+# Patterns values.schema.json uses for Kubernetes names, in words.
+_PATTERN_WORDS = {
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$":
+        "use a Kubernetes name (DNS-1123 label): lowercase letters, digits and '-', starting and "
+        "ending with a letter or digit, or \"\" for the default",
+    "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$":
+        "use the name of a Kubernetes object (DNS-1123 subdomain): lowercase letters, digits, '-' "
+        "and '.', starting and ending with a letter or digit, or \"\" for none",
+}
 
 
 def _together(err: ValidationError) -> list[str]:

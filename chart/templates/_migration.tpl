@@ -138,7 +138,7 @@ template:
       {{- include "jobhandlers.postDeploy.initContainers" . | trim | nindent 6 }}
       {{- else if $m.waitForDatabase.enabled }}
       - name: wait-for-database
-        image: {{ include "jobhandlers.image" . }}
+        image: {{ include "jobhandlers.image" . | quote }}
         imagePullPolicy: {{ .Values.image.pullPolicy }}
         command:
           - sh
@@ -164,7 +164,7 @@ template:
     {{- end }}
     containers:
       - name: {{ .jhContainer | default "migrate" }}
-        image: {{ include "jobhandlers.image" . }}
+        image: {{ include "jobhandlers.image" . | quote }}
         imagePullPolicy: {{ .Values.image.pullPolicy }}
         command:
           {{- toYaml (.jhCommand | default .Values.commands.migrate) | nindent 10 }}
@@ -350,7 +350,7 @@ while True:
 {{- $r := $m.postDeploy.waitForRollout }}
 {{- $env := printf "%s\n- name: WAIT_TIMEOUT_SECONDS\n  value: %s" (include "jobhandlers.common.env" (list . (include "jobhandlers.migration.databaseSecretName" .))) (int64 $w.timeoutSeconds | toString | quote) }}
 - name: wait-for-migrations
-  image: {{ include "jobhandlers.image" . }}
+  image: {{ include "jobhandlers.image" . | quote }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
   {{- if .Values.commands.schemaWait }}
   command:
@@ -375,7 +375,7 @@ while True:
   volumeMounts:
     {{- include "jobhandlers.pod.appMounts" (list . ($m.extraVolumeMounts | default list)) | nindent 4 }}
 - name: wait-for-rollout
-  image: {{ $r.image | default (include "jobhandlers.image" .) }}
+  image: {{ $r.image | default (include "jobhandlers.image" .) | quote }}
   imagePullPolicy: {{ .Values.image.pullPolicy }}
   command:
     {{- toYaml ($r.command | default (list "python3" "-c" (include "jobhandlers.postDeploy.waitScript" .))) | nindent 4 }}

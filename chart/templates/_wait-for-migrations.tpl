@@ -22,7 +22,7 @@ for images without a shell: it must exit 0 at the revision, non-zero on timeout.
 {{- $w := $root.Values.waitForMigrations }}
 {{- $hint := printf "The database is not at the schema revision image %s expects. Behind (exit 3): is the migration Job done? kubectl get jobs -n %s -l app.kubernetes.io/instance=%s,app.kubernetes.io/component=migration and kubectl logs on it. Ahead (exit 4): this image is older than the schema, roll forward. Unreachable (exit 5): check database.host and the DATABASE_URL Secret." (include "jobhandlers.image" $root) $root.Release.Namespace $root.Release.Name -}}
 - name: wait-for-migrations
-  image: {{ include "jobhandlers.image" $root }}
+  image: {{ include "jobhandlers.image" $root | quote }}
   imagePullPolicy: {{ $root.Values.image.pullPolicy }}
   {{- if $root.Values.commands.schemaWait }}
   command:

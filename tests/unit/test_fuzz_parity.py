@@ -1,7 +1,9 @@
 """Property (issue 22): `jobhandlers check` refuses a values file exactly when the chart does.
 
-The values examples (and chart/values.yaml) with one to four lifecycle settings changed
-(fuzz_support.lifecycle_mutations), each on an old (< 1.29) and a new kube version: check's
+Two sources of values files, each on an old (< 1.29) and a new kube version: the values
+examples (and chart/values.yaml) with one to four lifecycle settings changed
+(fuzz_support.lifecycle_mutations), and files drawn from chart/values.schema.json itself
+(schema_values.schema_values: every key the schema knows, a few at a time). check's
 errors from the rules the chart also enforces at render time, from the schema or from the
 input, are non-empty exactly when the real `helm template` fails. So a clean check means
 helm renders, and what the chart refuses, check refuses. When helm renders, its roles,
@@ -28,6 +30,7 @@ from fuzz_support import (PARITY_VERSIONS_NEW, PARITY_VERSIONS_OLD, assert_no_cr
 from generator import helm, lifecycle, model
 from generator.invariants import deployments_by_role, env_value, pod_spec, role_container
 from generator.values import load_values, merged
+from schema_values import schema_values
 
 PARITY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parity"
 # Rules the chart enforces itself (chart/templates/_checks.tpl): `chart: true` in chart/lifecycle.yaml.
@@ -108,6 +111,17 @@ def test_check_refuses_exactly_what_the_chart_refuses(case: tuple[str, dict[str,
         path.write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
         for version in (old, new):
             event("helm renders" if assert_parity(path, version) else "both refuse")  # --hypothesis-show-statistics
+
+
+@settings(max_examples=scaled(30), deadline=None)
+@given(schema_values(), st.sampled_from(PARITY_VERSIONS_OLD), st.sampled_from(PARITY_VERSIONS_NEW))
+def test_check_refuses_exactly_what_the_chart_refuses_schema_values(values: dict[str, Any], old: str,
+                                                                    new: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="jh-parity-") as tmp:
+        path = Path(tmp) / "values.yaml"
+        path.write_text(yaml.safe_dump(values, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        for version in (old, new):
+            event("helm renders" if assert_parity(path, version) else "both refuse")
 
 
 def test_every_fixture_is_listed() -> None:
