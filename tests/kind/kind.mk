@@ -12,7 +12,7 @@ JH_CACHE          ?= /var/cache/jobhandlers
 export KIND_K8S KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
 KIND_ENV := KIND=$(KIND)
 
-.PHONY: docker-up kind-node-image kind-up kind-down kind-load test-kind-smoke test-kind netpol-image
+.PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-postgres test-kind-smoke test-kind netpol-image
 
 docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for this kernel)
 	tests/images/docker-up.sh
@@ -28,6 +28,11 @@ kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers rem
 
 kind-load: image kind-up venv ## load the workload, PostgreSQL and app images onto the cluster's nodes (the scenarios do it too; .ci/run does it beside make test)
 	cd tests/kind/scenarios && $(KIND_ENV) $(abspath $(PY)) -c 'from jhkind import setup; from jhkind.progress import Progress; print("loaded:", " ".join(setup.load_images(Progress("kind-load"))))'
+
+# The scenarios' external PostgreSQL (namespace jh-postgres; the scenarios apply it too, and find
+# it running): .ci/run starts it beside make test, so the first scenarios do not wait for initdb.
+kind-postgres: kind-load ## start the scenarios' external PostgreSQL on the cluster and wait until it answers
+	cd tests/kind/scenarios && KUBECONFIG=$(KIND_KUBECONFIG) $(abspath $(PY)) -c 'from jhkind import postgres, setup; from jhkind.cluster import Kube; postgres.install(Kube(setup.kubeconfig()), timeout=600); print("PostgreSQL answers")'
 
 test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --durations 10 tests/kind/test_smoke.py

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from generator import model
-from peer_suites import (KUBECONFORM, RENDERED, allow_list, bundled_versions, rendered_files, rendered_objects,
+from peer_suites import (KUBECONFORM, RENDERED, REPO, allow_list, bundled_versions, rendered_files, rendered_objects,
                          schema_dir, schema_stem)
 
 VERSIONS = [v for v in model.KUBE_VERSIONS if v in bundled_versions()]
@@ -76,3 +78,43 @@ def test_allow_list_entries_give_reasons():
     for suite, entries in allow_list().items():
         for entry in entries:
             assert entry["reason"].strip() and len(entry["reason"]) > 20, (suite, entry)
+
+
+# ---- checkov ------------------------------------------------------------------------------
+CHECKOV = Path(os.environ.get("JOBHANDLERS_CHECKOV") or REPO / ".venv-checkov" / "bin" / "checkov")
+
+
+def checkov(root: Path) -> list[dict]:
+    """checkov's failed checks on every manifest under root (its kubernetes framework, offline)."""
+    assert CHECKOV.is_file(), f"{CHECKOV} missing: run `make checkov-venv`"
+    proc = subprocess.run([str(CHECKOV), "-d", str(root), "--framework", "kubernetes", "--quiet", "--compact",
+                           "--skip-download", "--output", "json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1) and proc.stdout.strip(), f"checkov exit {proc.returncode}: {proc.stderr[-3000:]}"
+    reports = json.loads(proc.stdout)
+    reports = reports if isinstance(reports, list) else [reports]
+    return [f for r in reports if r.get("check_type") == "kubernetes" for f in r["results"]["failed_checks"]]
+
+
+def test_checkov_passes_every_rendered_manifest():
+    """Every example x kube version: each failed check is on the allow-list (check id and file
+    glob, with its reason), and every entry still matches a finding."""
+    allowed = allow_list().get("checkov") or []
+    used, bad = set(), []
+    for f in checkov(RENDERED):
+        rel = f["file_path"].lstrip("/")
+        hits = [i for i, a in enumerate(allowed) if a["id"] == f["check_id"] and fnmatch.fnmatch(rel, a["file"])]
+        used.update(hits) if hits else bad.append(f"{rel}: {f['check_id']} {f['check_name']} ({f['resource']})")
+    assert not bad, f"{len(bad)} checkov findings not on tests/peer-suites-allow.yaml:\n" + "\n".join(sorted(bad))
+    stale = [a for i, a in enumerate(allowed) if i not in used]
+    assert not stale, f"allow-list entries no longer needed: {stale}"
+
+
+def test_checkov_fails_what_it_should(tmp_path):
+    """The suite can fail: a rendered Deployment with a privileged, escalating container."""
+    src = next(f for f in rendered_files("1.37") if f.name.startswith("deployment-"))
+    doc = yaml.safe_load(src.read_text())
+    doc["spec"]["template"]["spec"]["containers"][0]["securityContext"].update(
+        allowPrivilegeEscalation=True, privileged=True)
+    (tmp_path / src.name).write_text(yaml.safe_dump(doc))
+    ids = {f["check_id"] for f in checkov(tmp_path)}
+    assert {"CKV_K8S_16", "CKV_K8S_20"} <= ids, ids

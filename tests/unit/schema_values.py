@@ -13,7 +13,7 @@ and so is the whole merged document: every file drawn is one helm's schema check
 
 Strings are printable: helm's YAML parser refuses C0/C1 control characters, U+2028/9 and
 U+FFFE/F wherever the chart writes a value into YAML text (e.g. database.host in a hint), so
-those are a known limit of YAML, not of the chart's rules (docs/rules.md, platform limits)."""
+those are a limit of YAML the property leaves aside (docs/testing.md)."""
 
 from __future__ import annotations
 

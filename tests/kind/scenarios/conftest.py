@@ -142,14 +142,18 @@ def pytest_runtest_makereport(item, call):
 
 
 @contextlib.contextmanager
-def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster, namespace_factory,
+def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
                    scenario_summary: dict, workdir: Path, tag: str = "") -> Iterator[Scenario]:
-    """A fresh namespace (PSA restricted), database and release; dumped on failure, removed after."""
+    """A fresh namespace (PSA restricted), database and release; dumped on failure, removed after.
+
+    Cleanup waits until the scenario's pods are gone (force_remove_pods), not for the namespace:
+    its finalization (≈ 10 s each under load, ≈ 3 min of the run) goes on in the background,
+    and every namespace has a name of its own."""
     short = request.node.name.split("[")[0].removeprefix("test_")[:18].rstrip("_").replace("_", "-") + tag
     namespace = f"jh-{short}-{secrets.token_hex(2)}"
     progress = Progress(short)
     with progress.phase(f"namespace {namespace} + database"):
-        namespace_factory(namespace, extra_metadata={"labels": dict(RESTRICTED_LABELS)})
+        kube.create_namespace(namespace, dict(RESTRICTED_LABELS))
         workdir.mkdir(parents=True, exist_ok=True)
         sc = Scenario(kube, helm, postgres, namespace, workdir, progress, kube_cluster.kube_client).open()
     started = time.monotonic()
@@ -159,7 +163,7 @@ def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, k
         rep = getattr(request.node, "rep_call", None)
         failed = rep is None or rep.failed
         with progress.phase("cleanup"):
-            sc.close(failed, delete_namespace=False)  # the namespace factory deletes and waits
+            sc.close(failed)
         scenario_summary[request.node.name + (f"[{tag.lstrip('-')}]" if tag else "")] = {
             "passed": not failed, "seconds": round(time.monotonic() - started, 1),
             "phases": progress.phases, "facts": progress.facts,
@@ -168,20 +172,16 @@ def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, k
 
 @pytest.fixture
 def scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
-             namespace_factory_function_scope, scenario_summary: dict, tmp_path: Path) -> Iterator[Scenario]:
+             scenario_summary: dict, tmp_path: Path) -> Iterator[Scenario]:
     """A fresh namespace (PSA restricted), database and release for one test."""
-    with _open_scenario(request, kube, helm, postgres, kube_cluster, namespace_factory_function_scope,
-                        scenario_summary, tmp_path) as sc:
+    with _open_scenario(request, kube, helm, postgres, kube_cluster, scenario_summary, tmp_path) as sc:
         yield sc
 
 
 @pytest.fixture
 def scenario_pair(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, kube_cluster,
-                  namespace_factory_function_scope, scenario_summary: dict,
-                  tmp_path: Path) -> Iterator[tuple[Scenario, Scenario]]:
+                  scenario_summary: dict, tmp_path: Path) -> Iterator[tuple[Scenario, Scenario]]:
     """Two independent scenarios (namespaces -a and -b) for one test that runs two variants at once."""
-    with _open_scenario(request, kube, helm, postgres, kube_cluster, namespace_factory_function_scope,
-                        scenario_summary, tmp_path / "a", "-a") as a, \
-            _open_scenario(request, kube, helm, postgres, kube_cluster, namespace_factory_function_scope,
-                           scenario_summary, tmp_path / "b", "-b") as b:
+    with _open_scenario(request, kube, helm, postgres, kube_cluster, scenario_summary, tmp_path / "a", "-a") as a, \
+            _open_scenario(request, kube, helm, postgres, kube_cluster, scenario_summary, tmp_path / "b", "-b") as b:
         yield a, b
