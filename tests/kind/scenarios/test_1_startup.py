@@ -32,6 +32,7 @@ def _all_ready_after(sc: Scenario, t0: float) -> float | None:
     return next((t for t, n in ready_series(sc.timeline, t0) if n >= want), None)
 
 
+@pytest.mark.versions
 def test_1a_fresh_install_slow_migration(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     with p.phase(f"helm install --wait with a {MIGRATION_SECONDS}s migration"):

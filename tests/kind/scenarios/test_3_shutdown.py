@@ -25,6 +25,7 @@ def _env(**kv: str) -> list[dict]:
     return [{"name": k, "value": v} for k, v in kv.items()]
 
 
+@pytest.mark.versions
 def test_3a_drain_on_rollout(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     values = {"handlers": {"job": {

@@ -59,6 +59,7 @@ def finished_at(pod: dict, name: str) -> float | None:
     return None
 
 
+@pytest.mark.versions
 def test_7a_pgbouncer_native_sidecar_serves_migration_wait_and_drain(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
     create_secret(sc)

@@ -171,6 +171,7 @@ def _drain_drained_handlers(sc: Scenario, policy: str | None, timeout_s: int) ->
     return res, node
 
 
+@pytest.mark.versions
 def test_8d_drain_of_drained_but_alive_handlers_completes(scenario: Scenario) -> None:
     """The chart's default PDB unhealthyPodEvictionPolicy AlwaysAllow (KEP-3017, from 1.27):
     a node drain is not held by a budget whose pods are all alive but not Ready."""

@@ -90,13 +90,16 @@ else
     echo "networking:"
     echo "  podSubnet: $pod_subnet"
     if [[ $offline == 1 ]]; then echo "  disableDefaultCNI: true"; fi
-    # ContainerStopSignals (KEP-4960, alpha through 1.37): lifecycle.stopSignal is honoured
-    # only when the gate is on in kube-apiserver and the kubelet; kind sets it on both
-    echo "featureGates:"
-    echo "  ContainerStopSignals: true"
+    minor=${KIND_K8S:-1.37}; minor=${minor#*.}
+    # ContainerStopSignals (KEP-4960, alpha from 1.33 through 1.37): lifecycle.stopSignal is
+    # honoured only when the gate is on in kube-apiserver and the kubelet; kind sets it on both.
+    # An older kube-apiserver refuses to start on a gate it does not know.
+    if ((minor >= 33)); then
+      echo "featureGates:"
+      echo "  ContainerStopSignals: true"
+    fi
     # Kubernetes 1.35+: the kubelet refuses to start on a cgroup v1 host unless failCgroupV1
     # is false (KEP-5573; the field exists from 1.31). This machine's docker runs cgroup v1.
-    minor=${KIND_K8S:-1.37}; minor=${minor#*.}
     if [[ $(stat -fc %T /sys/fs/cgroup) != cgroup2fs ]] && ((minor >= 31)); then
       echo "kubeadmConfigPatches:"
       echo "- |"

@@ -49,6 +49,7 @@ class Kube:
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
+        self.policy = client.PolicyV1Api(self.api)
         self.version = client.VersionApi(self.api)
         self._exec_clients = threading.local()
 
@@ -143,6 +144,9 @@ class Kube:
                 d["kind"] = kind
                 out.append(d)
         return out
+
+    def pdbs(self, namespace: str) -> list[dict]:
+        return [self.to_dict(d) for d in self.policy.list_namespaced_pod_disruption_budget(namespace).items]
 
     def jobs(self, namespace: str) -> list[dict]:
         return [self.to_dict(j) for j in self.batch.list_namespaced_job(namespace).items]
