@@ -117,7 +117,7 @@ def test_check_refuses_exactly_what_the_chart_refuses(case: tuple[str, dict[str,
             event("helm renders" if assert_parity(path, version) else "both refuse")  # --hypothesis-show-statistics
 
 
-@settings(max_examples=scaled(30), deadline=None)
+@settings(max_examples=scaled(15), deadline=None)
 @given(schema_values(), st.sampled_from(PARITY_VERSIONS_OLD), st.sampled_from(PARITY_VERSIONS_NEW))
 def test_check_refuses_exactly_what_the_chart_refuses_schema_values(values: dict[str, Any], old: str,
                                                                     new: str) -> None:
