@@ -19,12 +19,10 @@ export JOBHANDLERS_HELM3 := $(HELM3)
 HELM_VERSION  := v4.3.2
 HELM3_VERSION := v3.21.4
 KIND_VERSION  := v0.33.0
-# make test runs pytest twice (tests sharing an expensive fixture share a worker): first the
-# tests that mostly wait on real processes (apps, workload, packaging: shutdown timeouts,
-# heartbeats, pip) on PYTEST_WAIT_JOBS, then the tests that compute (unit, render, generated) on
-# PYTEST_JOBS workers, one per core. Waiting first: in .ci/run, `kind load` of the images runs
-# beside make test for ≈ 6 min and slows whatever computes then by about 2x. Stop 27, alone:
-# 169 s on 4 workers (≈ 550 s on 2) and 230 s.
+# make test runs pytest twice (tests sharing an expensive fixture share a worker): the tests that
+# compute (unit, render, generated) on PYTEST_JOBS workers, one per core, then the tests that
+# mostly wait on real processes (apps, workload, packaging: shutdown timeouts, heartbeats, pip)
+# on PYTEST_WAIT_JOBS. Stop 27: the second pass took 169 s on 4 workers, ~550 s on 2.
 PYTEST_JOBS ?= 2
 PYTEST_WAIT_JOBS ?= 4
 CPU_TESTS  := tests/unit tests/render tests/generated
@@ -89,10 +87,10 @@ export JOBHANDLERS_CHECKOV := $(CHECKOV_VENV)/bin/checkov
 .PHONY: checkov-venv
 checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov with the pinned checkov
 
-# Under a lock: .ci/run builds it beside make test, which asks for it again before its second pass.
 $(CHECKOV_VENV)/.installed: tests/render/requirements-checkov.txt
-	flock $(ROOT)/.venv-checkov.lock sh -c 'test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV); \
-	  $(CHECKOV_VENV)/bin/python -m pip install -q -r tests/render/requirements-checkov.txt && touch $@'
+	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q -r tests/render/requirements-checkov.txt
+	@touch $@
 
 # PostgreSQL server binaries for the workload tests, redis-server for the Celery app's Redis
 # transport tests (Debian packages; the package's service is not started here).
@@ -137,7 +135,7 @@ lint: tools ## helm lint --strict every values example
 	@for f in values-examples/*.yaml; do echo "lint $$f"; $(HELM) lint --strict chart -f $$f >/dev/null || { $(HELM) lint --strict chart -f $$f; exit 1; }; done
 
 .PHONY: test
-test: tools venv deps ## unit, render, generated and workload tests, plus freshness checks
+test: tools venv checkov-venv deps ## unit, render, generated and workload tests, plus freshness checks
 	$(JH) render --check
 	$(PY) -m generator.lifecycle --check
 	$(PY) -m generator.refdocs --check
@@ -148,9 +146,8 @@ test: tools venv deps ## unit, render, generated and workload tests, plus freshn
 	@test "$$(ls -d tests/*/ | grep -v -e tests/kind/ -e tests/images/ -e tests/oci/ | sort | tr -d '\n')" = \
 	  "$$(printf '%s/' $(sort $(CPU_TESTS) $(WAIT_TESTS)))" || \
 	  { echo "make test: a test folder is in neither CPU_TESTS nor WAIT_TESTS (Makefile)"; exit 2; }
-	$(PY) -m pytest -n $(PYTEST_WAIT_JOBS) --dist loadgroup --durations 15 $(WAIT_TESTS)
-	$(MAKE) --no-print-directory checkov-venv
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup --durations 15 $(CPU_TESTS)
+	$(PY) -m pytest -n $(PYTEST_WAIT_JOBS) --dist loadgroup --durations 15 $(WAIT_TESTS)
 
 .PHONY: fuzz
 fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render and check-vs-helm parity, 10x the examples of make test
