@@ -8,18 +8,14 @@ with the other scenarios marked `versions` (startup, drain on rollout, the nativ
 sidecar, a drain of drained-but-alive handlers)."""
 from __future__ import annotations
 
-import json
 import os
-import re
-import subprocess
 
 import pytest
-import yaml
 from kubernetes.client.rest import ApiException
 
-from generator import lifecycle
+from generator import helm, lifecycle, model
+from generator.invariants import deployments_by_role, pod_spec, role_container
 from jhkind.cluster import pod_ready
-from jhkind.helm import ROOT
 from jhkind.scenario import WORKLOAD_IMAGE, Scenario
 
 pytestmark = [pytest.mark.kind, pytest.mark.versions, pytest.mark.timeout(600)]
@@ -34,32 +30,13 @@ SIDECAR = {"name": "helper", "image": f"{WORKLOAD_IMAGE}:1", "imagePullPolicy": 
 GATED = {"drain": {"mode": "none"}, "handlers": {"job": {"sidecars": [SIDECAR]}}}
 
 
-def _minor(version: str) -> str:
-    m = re.match(r"v?(\d+)\.(\d+)", version)
-    assert m, version
-    return f"{m[1]}.{m[2]}"
-
-
-def _at_least(have: str, want: str) -> bool:
-    return tuple(map(int, have.split("."))) >= tuple(map(int, want.split(".")))
-
-
-def _pod_spec(obj: dict) -> dict:
-    return obj["spec"]["template"]["spec"]
-
-
-def _container(spec: dict, name: str) -> dict:
-    [c] = [c for c in spec["containers"] if c["name"] == name]
-    return c
-
-
 def test_20a_version_gates_live(scenario: Scenario) -> None:
     sc, p = scenario, scenario.progress
-    minor = _minor(sc.kube.server_version())
+    minor = model.minor_version(sc.kube.server_version())
     want = os.environ.get("KIND_K8S")
     if want:  # make test-kind-versions: the suite runs on the version it was asked for
         assert minor == want, f"the cluster runs {minor}, KIND_K8S={want}"
-    on = {g: _at_least(minor, lifecycle.min_version(g))
+    on = {g: model.at_least(minor, lifecycle.min_version(g))
           for g in ("nativeSidecars", "nativeSleep", "probeGrace", "pdbUnhealthyPodEvictionPolicy",
                     "jobPodReplacementPolicy")}
     p.fact("kubernetes", minor)
@@ -69,13 +46,13 @@ def test_20a_version_gates_live(scenario: Scenario) -> None:
         sc.wait_handlers_ready(240)
 
     job = sc.deployments()["job"]  # as the API server stored it
-    spec = _pod_spec(job)
+    spec = pod_spec(job)
     native = [c for c in spec.get("initContainers") or [] if c["name"] == "helper"]
     plain = [c for c in spec["containers"] if c["name"] == "helper"]
     assert (len(native), len(plain)) == ((1, 0) if on["nativeSidecars"] else (0, 1)), spec
     if native:
         assert native[0].get("restartPolicy") == "Always", native
-    main = _container(spec, "job")
+    main = role_container(job)
     pre_stop = main["lifecycle"]["preStop"]
     assert ("sleep" in pre_stop) is on["nativeSleep"] and ("exec" in pre_stop) is not on["nativeSleep"], pre_stop
     assert ("terminationGracePeriodSeconds" in main["livenessProbe"]) is on["probeGrace"], main["livenessProbe"]
@@ -92,14 +69,9 @@ def test_20a_version_gates_live(scenario: Scenario) -> None:
     # The fallback is needed: the job Deployment rendered for 1.37 (the sleep action), sent
     # to this API server as a dry run, is refused below the gate and accepted from it.
     with p.phase("the job Deployment rendered for 1.37, dry-run against this server"):
-        values = sc.workdir / "values-20a.yaml"
-        values.write_text(json.dumps(sc.values))
-        out = subprocess.run([str(ROOT / "bin" / "helm"), "template", sc.release, str(ROOT / "chart"), "-n",
-                              sc.namespace, "-f", str(values), "--kube-version", "1.37",
-                              "--show-only", "templates/handlers/workload.yaml"],
-                             capture_output=True, text=True, timeout=120, check=True).stdout
-        [new] = [d for d in yaml.safe_load_all(out) if d and d["metadata"]["name"].endswith("-job")]
-        new["metadata"]["name"] += "-for-1-37"  # a name of its own: the installed one exists
+        new = deployments_by_role(helm.render(kube_version="1.37", overrides=sc.values))["job"]
+        # a name of its own (the installed one exists), in this namespace
+        new["metadata"].update(name=new["metadata"]["name"] + "-for-1-37", namespace=sc.namespace)
         try:
             sc.kube.apps.create_namespaced_deployment(sc.namespace, new, dry_run="All")
             refused = ""
