@@ -17,7 +17,6 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,7 +31,11 @@ from unit_support import JH, REPO
 EXAMPLES_DIR = REPO / "values-examples"
 CHART_VALUES = REPO / "chart" / "values.yaml"
 FUZZ_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fuzz"
-MAX_SECONDS = 2.0  # per input, the property's time bound (in-process: parsing and the rules)
+# Per input, the property's bound on CPU seconds (in-process: parsing and the rules). It is
+# CPU time of this process, not wall time: stop 27's CI, beside a kind image load on 2 cores,
+# stretched an ordinary input to 2.91 s of wall time. The bound catches what never ends (an
+# alias bomb, a regex gone exponential); speed is measured in `make bench`, not here.
+MAX_SECONDS = 5.0
 # The console script as a subprocess adds an interpreter start and the imports, which a loaded
 # 2-core machine stretches past 2 s (stop 27: 2.3-2.7 s beside a kind image load); this bound
 # only catches what never ends (an alias bomb, a regex gone exponential), timeouts are not a test.
@@ -40,7 +43,7 @@ SUBPROCESS_MAX_SECONDS = 30.0
 
 # ---- profiles ----------------------------------------------------------------------------
 _COMMON: dict[str, Any] = dict(
-    deadline=timedelta(seconds=MAX_SECONDS),
+    deadline=None,  # wall time is not a test (see MAX_SECONDS); the CPU bound is in assert_no_crash
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                            HealthCheck.large_base_example],
     print_blob=True,
@@ -59,7 +62,7 @@ def scaled(n: int) -> int:
 # ---- running the CLI ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Run:
-    """One CLI run: exit code, stdout, stderr, wall time."""
+    """One CLI run: exit code, stdout, stderr, seconds (CPU in-process, wall as a subprocess)."""
 
     rc: int
     out: str
@@ -75,7 +78,7 @@ def run_inprocess(*args: str) -> Run:
     out_b, err_b = io.BytesIO(), io.BytesIO()
     out = io.TextIOWrapper(out_b, encoding="utf-8", errors="strict", newline="\n")
     err = io.TextIOWrapper(err_b, encoding="utf-8", errors="strict", newline="\n")
-    t0 = time.monotonic()
+    t0 = time.process_time()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -87,7 +90,7 @@ def run_inprocess(*args: str) -> Run:
             print(f"warning: {w.category.__name__}: {w.message}", file=err)
         out.flush()
         err.flush()
-    seconds = time.monotonic() - t0
+    seconds = time.process_time() - t0
     return Run(rc, out_b.getvalue().decode("utf-8"), err_b.getvalue().decode("utf-8"), seconds)
 
 
