@@ -72,12 +72,28 @@ $(BIN)/.kubeconform-$(KUBECONFORM_VERSION):
 $(KUBECONFORM): $(BIN)/.kubeconform-$(KUBECONFORM_VERSION)
 
 # ---- Python environment ----
+# Every venv is filled by uv (pinned, in a venv of its own, installed by pip): it installs in
+# parallel from one cache of unpacked wheels. Stop 28, warm: checkov's venv 88 s with pip, 5 s
+# with uv. `uv pip install` takes pip's arguments; the system's CA store, as pip's.
+UV_VERSION := 0.13.9
+UV_VENV    := $(ROOT)/.venv-uv
+UV         := $(UV_VENV)/bin/uv
+UV_STAMP   := $(UV_VENV)/.uv-$(UV_VERSION)
+export UV_NATIVE_TLS := 1
+# `$(UV_PIP) <venv python> <pip install arguments>`
+UV_PIP      = $(UV) pip install -q --python
+
+$(UV_STAMP):
+	test -x $(UV_VENV)/bin/python || python3 -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install -q uv==$(UV_VERSION)
+	@touch $@
+
 .PHONY: venv
 venv: $(VENV)/.installed ## create .venv with the jobhandlers tool and test dependencies
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(UV_STAMP)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,kind,bench]'
+	$(UV_PIP) $(PY) -e '.[test,kind,bench]'
 	@touch $@
 
 # checkov (a peer policy suite, tests/render/test_peer_suites.py) in a venv of its own: its pins
@@ -87,9 +103,9 @@ export JOBHANDLERS_CHECKOV := $(CHECKOV_VENV)/bin/checkov
 .PHONY: checkov-venv
 checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov with the pinned checkov
 
-$(CHECKOV_VENV)/.installed: tests/render/requirements-checkov.txt
+$(CHECKOV_VENV)/.installed: tests/render/requirements-checkov.txt $(UV_STAMP)
 	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install -q -r tests/render/requirements-checkov.txt
+	$(UV_PIP) $(CHECKOV_VENV)/bin/python -r tests/render/requirements-checkov.txt
 	@touch $@
 
 # PostgreSQL server binaries for the workload tests, redis-server for the Celery app's Redis
