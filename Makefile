@@ -80,8 +80,11 @@ UV_VENV    := $(ROOT)/.venv-uv
 UV         := $(UV_VENV)/bin/uv
 UV_STAMP   := $(UV_VENV)/.uv-$(UV_VERSION)
 export UV_NATIVE_TLS := 1
-# `$(UV_PIP) <venv python> <pip install arguments>`
+export UV_PYTHON_DOWNLOADS := never
+# `$(UV_PIP) <venv python> <pip install arguments>`; `$(UV_MKVENV) <dir>`: a venv without pip
+# (python3 -m venv costs 3-11 s each for ensurepip; the test venv keeps pip, the image scripts use it)
 UV_PIP      = $(UV) pip install -q --python
+UV_MKVENV   = $(UV) venv -q --python python3
 
 $(UV_STAMP):
 	test -x $(UV_VENV)/bin/python || python3 -m venv $(UV_VENV)
@@ -104,7 +107,7 @@ export JOBHANDLERS_CHECKOV := $(CHECKOV_VENV)/bin/checkov
 checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov with the pinned checkov
 
 $(CHECKOV_VENV)/.installed: tests/render/requirements-checkov.txt $(UV_STAMP)
-	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
+	test -x $(CHECKOV_VENV)/bin/python || $(UV_MKVENV) $(CHECKOV_VENV)
 	$(UV_PIP) $(CHECKOV_VENV)/bin/python -r tests/render/requirements-checkov.txt
 	@touch $@
 

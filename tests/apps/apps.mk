@@ -54,35 +54,35 @@ image: app-images
 app-venv: $(PROCRASTINATE_VENV)/.installed $(PROCRASTINATE_UPGRADE:%=$(PROCRASTINATE_VENV)-%/.installed) $(CHANCY_VENV)/.installed $(HUEY_VENV)/.installed $(CELERY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt; procrastinate 3.1 and 3.2 too; celery also requirements-redis.txt)
 
 $(PROCRASTINATE_VENV)/.installed: $(PROCRASTINATE_DIR)/requirements.txt $(UV_STAMP)
-	test -x $(PROCRASTINATE_VENV)/bin/python || python3 -m venv $(PROCRASTINATE_VENV)
+	test -x $(PROCRASTINATE_VENV)/bin/python || $(UV_MKVENV) $(PROCRASTINATE_VENV)
 	$(UV_PIP) $(PROCRASTINATE_VENV)/bin/python --no-deps -r $<
-	$(PROCRASTINATE_VENV)/bin/pip check
+	$(UV) pip check -q --python $(PROCRASTINATE_VENV)/bin/python
 	@touch $@
 
 $(PROCRASTINATE_VENV)-%/.installed: $(PROCRASTINATE_DIR)/requirements-%.txt $(UV_STAMP)
-	test -x $(PROCRASTINATE_VENV)-$*/bin/python || python3 -m venv $(PROCRASTINATE_VENV)-$*
+	test -x $(PROCRASTINATE_VENV)-$*/bin/python || $(UV_MKVENV) $(PROCRASTINATE_VENV)-$*
 	$(UV_PIP) $(PROCRASTINATE_VENV)-$*/bin/python --no-deps -r $<
-	$(PROCRASTINATE_VENV)-$*/bin/pip check
+	$(UV) pip check -q --python $(PROCRASTINATE_VENV)-$*/bin/python
 	@touch $@
 
 $(CHANCY_VENV)/.installed: $(CHANCY_DIR)/requirements.txt $(UV_STAMP)
-	test -x $(CHANCY_VENV)/bin/python || python3 -m venv $(CHANCY_VENV)
+	test -x $(CHANCY_VENV)/bin/python || $(UV_MKVENV) $(CHANCY_VENV)
 	$(UV_PIP) $(CHANCY_VENV)/bin/python --no-deps -r $<
-	$(CHANCY_VENV)/bin/pip check
+	$(UV) pip check -q --python $(CHANCY_VENV)/bin/python
 	@touch $@
 
 $(HUEY_VENV)/.installed: $(HUEY_DIR)/requirements.txt $(UV_STAMP)
-	test -x $(HUEY_VENV)/bin/python || python3 -m venv $(HUEY_VENV)
+	test -x $(HUEY_VENV)/bin/python || $(UV_MKVENV) $(HUEY_VENV)
 	$(UV_PIP) $(HUEY_VENV)/bin/python --no-deps -r $<
-	$(HUEY_VENV)/bin/pip check
+	$(UV) pip check -q --python $(HUEY_VENV)/bin/python
 	@touch $@
 
 # Celery: the image's set plus kombu's Redis transport (redis-py), for the host tests on Debian's
 # redis-server (tests/apps/celery/test_celery_redis.py).
 $(CELERY_VENV)/.installed: $(CELERY_DIR)/requirements.txt $(CELERY_DIR)/requirements-redis.txt $(UV_STAMP)
-	test -x $(CELERY_VENV)/bin/python || python3 -m venv $(CELERY_VENV)
+	test -x $(CELERY_VENV)/bin/python || $(UV_MKVENV) $(CELERY_VENV)
 	$(UV_PIP) $(CELERY_VENV)/bin/python --no-deps -r $(CELERY_DIR)/requirements.txt -r $(CELERY_DIR)/requirements-redis.txt
-	$(CELERY_VENV)/bin/pip check
+	$(UV) pip check -q --python $(CELERY_VENV)/bin/python
 	@touch $@
 
 galaxy-venv: $(GALAXY_VENV)/.installed ## host venv of the Galaxy test app (~0.9 GB; only `make test-galaxy` uses it)
