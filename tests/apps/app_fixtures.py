@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, MutableMapping
 
@@ -17,6 +19,38 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "workload"))
 from wl_harness import PostgresServer  # noqa: E402
+
+
+class HeldLock:
+    """`sql` run in an open transaction on another connection, rolled back once at least
+    `seconds` have passed *and* the test called release(): what a test asserts "while the
+    lock is held" cannot race the lock's end on a loaded machine."""
+
+    def __init__(self, url: str, sql: str, seconds: float, timeout: float = 150):
+        import psycopg  # the test venv's; only the app suites that hold locks import it
+
+        self._release = threading.Event()
+        held = threading.Event()
+
+        def body() -> None:
+            with psycopg.connect(url) as conn:
+                conn.execute(sql)
+                held.set()
+                t0 = time.monotonic()
+                self._release.wait(timeout)
+                time.sleep(max(0.0, seconds - (time.monotonic() - t0)))
+                conn.rollback()
+
+        self._thread = threading.Thread(target=body, daemon=True)
+        self._thread.start()
+        assert held.wait(10), "the lock was not taken"
+
+    def release(self) -> None:
+        """Let the lock go (after its minimum seconds)."""
+        self._release.set()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
 
 
 def define(ns: MutableMapping[str, Any], *, name: str, here: Path, venv: Path, entry: str,

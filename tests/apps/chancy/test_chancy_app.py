@@ -5,12 +5,11 @@ behaviour the chart relies on. Nothing is mocked; slow migrations come from real
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from typing import Any, Callable
 
-import psycopg
 import pytest
+from app_fixtures import HeldLock
 from chapp import App, output, query, wait_for
 
 LOCK_SECONDS = 16.0
@@ -33,20 +32,6 @@ def states(url: str) -> list[tuple[Any, ...]]:
 
 def ok(res: Any) -> str:
     return f"exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
-
-
-def hold_lock(url: str, sql: str, seconds: float, held: threading.Event) -> threading.Thread:
-    """Run `sql` in an open transaction on another connection, keep it `seconds`, roll back."""
-    def body() -> None:
-        with psycopg.connect(url) as conn:
-            conn.execute(sql)
-            held.set()
-            time.sleep(seconds)
-            conn.rollback()
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    assert held.wait(10), "the lock was not taken"
-    return t
 
 
 def waiting_on_lock(url: str) -> bool:
@@ -204,13 +189,13 @@ def test_drain_stops_at_shutdown_timeout(app: Callable[..., App], dburl: str, fa
 def test_slow_migration_from_a_real_lock(app: Callable[..., App], dburl: str, facts: dict) -> None:
     v1, v2 = app(1), app(2)
     assert v1.run("misc", "migrate").returncode == 0
-    held = threading.Event()
     t0 = time.monotonic()
-    locker = hold_lock(dburl, UPGRADE_LOCK, LOCK_SECONDS, held)
+    locker = HeldLock(dburl, UPGRADE_LOCK, LOCK_SECONDS)
     mig = v2.start("misc", "migrate", name="migrate")
     wait_for(lambda: waiting_on_lock(dburl), 15, "migrate to wait on the lock")
     assert v2.schema_check().returncode == 3
     assert mig.poll() is None
+    locker.release()
     assert mig.wait(60) == 0, output(mig)
     facts["locked_upgrade_migration_s"] = round(time.monotonic() - t0, 2)
     locker.join(5)
@@ -226,14 +211,14 @@ def test_fresh_migration_held_by_a_lock_races_ungated_workers(app: Callable[...,
     fails), and when the lock goes both race — one of them dies with a UniqueViolation on
     pg_type. Without the chart's gate a fresh install can fail its migration outright."""
     a = app(1)
-    held = threading.Event()
     t0 = time.monotonic()
-    locker = hold_lock(dburl, FRESH_LOCK, LOCK_SECONDS, held)
+    locker = HeldLock(dburl, FRESH_LOCK, LOCK_SECONDS)
     mig = a.start("misc", "migrate", name="migrate")
     wait_for(lambda: waiting_on_lock(dburl), 15, "migrate to wait on the lock")
     worker = a.start("worker", "start")
     time.sleep(5)
     assert worker.poll() is None and a.health() is None, output(worker)
+    locker.release()
     mig_rc = mig.wait(60)
     facts["locked_fresh_migration_s"] = round(time.monotonic() - t0, 2)
     locker.join(5)

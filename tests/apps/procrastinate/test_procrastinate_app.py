@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import threading
 import time
 from typing import Any, Callable
 
-import psycopg
 import pytest
+from app_fixtures import HeldLock
 from pcapp import App, ok, output, query, wait_for
 
 PRE_HEARTBEAT = "0033_post_cancel_notification"  # procrastinate's last migration before 0034_pre_add_heartbeat
@@ -22,20 +21,6 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("procrastinate")
 
 def started_runs(url: str, task: str = "sleep_task") -> list[tuple[Any, ...]]:
     return query(url, "SELECT job_id, started_at, finished_at FROM jhtasks_taskrun WHERE task = %s", task)
-
-
-def hold_lock(url: str, sql: str, seconds: float, held: threading.Event) -> threading.Thread:
-    """Run `sql` in an open transaction on another connection, keep it `seconds`, roll back."""
-    def body() -> None:
-        with psycopg.connect(url) as conn:
-            conn.execute(sql)
-            held.set()
-            time.sleep(seconds)
-            conn.rollback()
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    assert held.wait(10), "the lock was not taken"
-    return t
 
 
 def waiting_on_lock(url: str) -> bool:
@@ -193,13 +178,13 @@ def test_slow_migration_from_a_real_lock(app: Callable[..., App], dburl: str, fa
     alters: migrate really waits in PostgreSQL; the schema check says 'behind' meanwhile."""
     v1, v2 = app(1), app(2)
     assert v1.run("migrate", "--noinput").returncode == 0
-    held = threading.Event()
     t0 = time.monotonic()
-    locker = hold_lock(dburl, "LOCK TABLE jhtasks_taskrun IN ACCESS EXCLUSIVE MODE", LOCK_SECONDS, held)
+    locker = HeldLock(dburl, "LOCK TABLE jhtasks_taskrun IN ACCESS EXCLUSIVE MODE", LOCK_SECONDS)
     mig = v2.start("migrate", "--noinput", name="migrate")
     wait_for(lambda: waiting_on_lock(dburl), 15, "migrate to wait on the lock")
     assert v2.run("migrate", "--check").returncode != 0
     assert mig.poll() is None
+    locker.release()
     assert mig.wait(60) == 0, output(mig)
     facts["locked_upgrade_migration_s"] = round(time.monotonic() - t0, 2)
     locker.join(5)
@@ -213,14 +198,14 @@ def test_fresh_migration_held_by_a_lock_leaves_workers_failing(app: Callable[...
     another session's uncommitted CREATE of the same table: for that whole time procrastinate
     has no schema, so an ungated worker exits non-zero (the kind scenario's naive restarts)."""
     a = app(1)
-    held = threading.Event()
     t0 = time.monotonic()
-    locker = hold_lock(dburl, "CREATE TABLE jhtasks_taskrun (id int)", LOCK_SECONDS, held)
+    locker = HeldLock(dburl, "CREATE TABLE jhtasks_taskrun (id int)", LOCK_SECONDS)
     mig = a.start("migrate", "--noinput", name="migrate")
     wait_for(lambda: waiting_on_lock(dburl), 15, "migrate to wait on the lock")
     worker = a.start("procrastinate", "worker", "--shutdown-graceful-timeout=5")
     assert worker.wait(30) != 0, output(worker)
     assert a.run("migrate", "--check").returncode != 0
+    locker.release()
     assert mig.wait(60) == 0, output(mig)
     facts["locked_fresh_migration_s"] = round(time.monotonic() - t0, 2)
     locker.join(5)
