@@ -31,9 +31,9 @@ import yaml
 
 from jhkind import celery as cy
 from jhkind import nodes
-from jhkind.cluster import RESTRICTED_LABELS, Kube, parse_time, pod_ready
+from jhkind.cluster import RESTRICTED_LABELS, Kube, pod_ready
 from jhkind.helm import Helm
-from jhkind.observe import Timeline, deletion_started, terminated_state
+from jhkind.observe import Timeline, old_pod_exit
 from jhkind.postgres import Postgres
 from jhkind.progress import Progress
 from jhkind.scenario import Scenario
@@ -90,10 +90,8 @@ def scale_down(sc: Scenario, rng: random.Random) -> dict[str, Any]:
     p = sc.progress
     before = cy.report(sc)
     with p.phase(f"submit {2 * HELD + 4} tasks of 5-8 s; windows full"):
-        cy.submit_paused(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
-                         [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 120, "full prefetch windows", interval=1,
-                   describe=lambda: str(cy.queue_counts(sc)))
+        cy.fill_windows(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
+                        [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)], unacked=2 * HELD)
     [gone] = [pod for pod in sc.handler_pods("job") if pod["metadata"]["name"].endswith("-1")]
     uid, name = gone["metadata"]["uid"], gone["metadata"]["name"]
     with p.phase(f"scale 2 -> 1: {name} drains and goes"):
@@ -101,15 +99,12 @@ def scale_down(sc: Scenario, rng: random.Random) -> dict[str, Any]:
         sc.kube.apps.patch_namespaced_stateful_set_scale(sts, sc.namespace, {"spec": {"replicas": 1}})
         wait_until(lambda: uid not in {pod["metadata"]["uid"] for pod in sc.handler_pods("job", live_only=False)},
                    sc.grace("job") + 60, f"{name} to be gone", interval=1)
-    started = deletion_started(sc.timeline, uid)
-    term = terminated_state(sc.timeline.last_pods()[uid], "job")
-    assert started is not None and term is not None, f"{name}: deletion or final state not seen"
-    ended = parse_time(term["finishedAt"])
+    started, ended, code = old_pod_exit(sc.timeline, uid, name, "job")
     with p.phase("queue drained, every run ended"):
         after = cy.wait_settled(sc, 300, {name: ended})
     out = {"lost": after["lost"], "run_twice": after["run_twice"] - before["run_twice"],
            "redelivered_runs": after["redelivered_runs"] - before["redelivered_runs"],
-           "exit": (int(term["exitCode"]), round(ended - started, 1))}
+           "exit": (code, round(ended - started, 1))}
     p.fact("scale_down", out)
     return out
 
@@ -129,9 +124,8 @@ def rollout(sc: Scenario, overrides: list[dict], seed: int, then_scale_down: boo
     with p.phase(f"submit {n} tasks of 10-20 s; every window full ({HELD} per worker)"):
         # paused: the windows fill from a full queue at once, so the state below holds from then
         # until the first task ends (>= 10 s), however slow the submit on a loaded machine
-        cy.submit_paused(sc, pods[0], [round(rng.uniform(10, 20), 1) for _ in range(n)])
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == HELD * replicas and cy.report(sc)["running"] == CONCURRENCY * replicas,
-                   120, "full prefetch windows", interval=1, describe=lambda: f"{cy.queue_counts(sc)} {cy.report(sc)}")
+        cy.fill_windows(sc, pods[0], [round(rng.uniform(10, 20), 1) for _ in range(n)],
+                        unacked=HELD * replicas, running=CONCURRENCY * replicas)
     held = cy.queue_counts(sc)
     old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
     with p.phase("rollout restart"):
@@ -143,11 +137,8 @@ def rollout(sc: Scenario, overrides: list[dict], seed: int, then_scale_down: boo
     ran_while_draining = after_sigterm = 0
     pre_stop = int(sc.values["drain"]["preStopSeconds"])
     for uid, name in old.items():
-        started = deletion_started(sc.timeline, uid)
-        term = terminated_state(last[uid], "job")
-        assert started is not None and term is not None, f"{name}: deletion or final state not seen"
-        ended[name] = parse_time(term["finishedAt"])
-        exits[name] = (int(term["exitCode"]), round(ended[name] - started, 1))
+        started, ended[name], code = old_pod_exit(sc.timeline, uid, name, "job", last)
+        exits[name] = (code, round(ended[name] - started, 1))
         ran_while_draining += cy.started_between(sc, name, started, ended[name])
         if sc.values["drain"]["mode"] == "none":  # SIGTERM comes after the preStop's sleep
             after_sigterm += cy.started_between(sc, name, started + pre_stop + 1, ended[name])
@@ -211,9 +202,7 @@ def test_18b_celery_maintenance_mode(scenario: Scenario) -> None:
         costs = [cy.ping_cost(sc, pod1) for _ in range(3)]
         p.fact("inspect_ping_cost", costs)
     with p.phase(f"submit {2 * HELD} tasks of 15 s; both windows full"):
-        cy.submit_paused(sc, pod0, [15.0] * (2 * HELD))
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 120, "full windows", interval=1,
-                   describe=lambda: str(cy.queue_counts(sc)))
+        cy.fill_windows(sc, pod0, [15.0] * (2 * HELD), unacked=2 * HELD)
     with p.phase(f"commands.drain in {pod1}; submit 8 more"):
         res = cy.run(sc, pod1, sc.values["commands"]["drain"])
         assert res.rc == 0 and "no longer consuming from" in res.stdout, f"exit {res.rc}: {res.stdout} {res.stderr[-1500:]}"
@@ -252,10 +241,8 @@ def test_18c_celery_broker_restart_during_rollout(scenario: Scenario) -> None:
     grace = sc.grace("job")
     rng = random.Random(183)
     with p.phase(f"submit {2 * HELD + 4} tasks of 10-20 s; windows full"):
-        cy.submit_paused(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
-                         [round(rng.uniform(10, 20), 1) for _ in range(2 * HELD + 4)])
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 60, "full prefetch windows", interval=1,
-                   describe=lambda: str(cy.queue_counts(sc)))
+        cy.fill_windows(sc, sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0],
+                        [round(rng.uniform(10, 20), 1) for _ in range(2 * HELD + 4)], unacked=2 * HELD, timeout=60)
     old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
     with p.phase("rollout restart; 3 s later the broker stops and comes back"):
         sc.restart_role("job")
@@ -276,11 +263,8 @@ def test_18c_celery_broker_restart_during_rollout(scenario: Scenario) -> None:
     exits: dict[str, tuple[int, float]] = {}
     ended: dict[str, float] = {}
     for uid, name in old.items():
-        started = deletion_started(sc.timeline, uid)
-        term = terminated_state(last[uid], "job")
-        assert started is not None and term is not None, f"{name}: deletion or final state not seen"
-        ended[name] = parse_time(term["finishedAt"])
-        exits[name] = (int(term["exitCode"]), round(ended[name] - started, 1))
+        started, ended[name], code = old_pod_exit(sc.timeline, uid, name, "job", last)
+        exits[name] = (code, round(ended[name] - started, 1))
     with p.phase("queue drained, every run ended"):
         rep = cy.wait_settled(sc, 400, ended)
     rep.update(grace=grace, exits=exits)
@@ -309,9 +293,8 @@ def test_18d_celery_node_drain_with_prefetch(scenario: Scenario) -> None:
     uid, name, node = gone["metadata"]["uid"], gone["metadata"]["name"], gone["spec"]["nodeName"]
     rng = random.Random(184)
     with p.phase(f"submit {2 * HELD + 4} tasks of 5-8 s; both windows full"):
-        cy.submit_paused(sc, pods[0]["metadata"]["name"], [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)])
-        wait_until(lambda: cy.queue_counts(sc)["unacked"] == 2 * HELD, 120, "full prefetch windows", interval=1,
-                   describe=lambda: str(cy.queue_counts(sc)))
+        cy.fill_windows(sc, pods[0]["metadata"]["name"], [round(rng.uniform(5, 8), 1) for _ in range(2 * HELD + 4)],
+                        unacked=2 * HELD)
     selector = f"app.kubernetes.io/instance={sc.release},app.kubernetes.io/component=job"
     try:
         with p.phase(f"kubectl drain {node} --pod-selector {selector} ({name}, grace {grace} s)"):
@@ -328,13 +311,10 @@ def test_18d_celery_node_drain_with_prefetch(scenario: Scenario) -> None:
             assert new_node != node, f"{name} came back on the cordoned {node}"
     finally:
         nodes.uncordon(sc.kube, node)
-    started = deletion_started(sc.timeline, uid)
-    term = terminated_state(sc.timeline.last_pods()[uid], "job")
-    assert started is not None and term is not None, f"{name}: deletion or final state not seen"
-    ended = parse_time(term["finishedAt"])
+    started, ended, code = old_pod_exit(sc.timeline, uid, name, "job")
     with p.phase("queue drained, every run ended"):
         rep = cy.wait_settled(sc, 300, {name: ended})
-    rep.update(grace=grace, exit=(int(term["exitCode"]), round(ended - started, 1)))
+    rep.update(grace=grace, exit=(code, round(ended - started, 1)))
     p.fact("report", rep)
     assert rep["lost"] == 0 and rep["finished"] == 2 * HELD + 4, rep
     assert rep["run_twice"] == 0 and rep["interrupted_runs"] == 0, rep

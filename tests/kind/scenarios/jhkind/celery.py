@@ -145,6 +145,19 @@ def submit_paused(sc: Scenario, pod: str, seconds: list[float]) -> None:
         assert res.rc == 0, f"celery control {args[0]}: exit {res.rc} {res.stdout[-500:]} {res.stderr[-1000:]}"
 
 
+def fill_windows(sc: Scenario, pod: str, seconds: list[float], unacked: int, running: int | None = None,
+                 timeout: float = 120) -> None:
+    """submit_paused, then wait until the workers hold `unacked` messages (and, if given, run
+    `running` tasks): the full-window state the prefetch scenarios start from."""
+    submit_paused(sc, pod, seconds)
+
+    def full() -> bool:
+        return queue_counts(sc)["unacked"] == unacked and (running is None or report(sc)["running"] == running)
+
+    wait_until(full, timeout, "full prefetch windows", interval=1,
+               describe=lambda: f"{queue_counts(sc)} {report(sc) if running is not None else ''}")
+
+
 def queue_counts(sc: Scenario) -> dict[str, int]:
     """RabbitMQ's view of the `jobs` queue: ready, unacked (held by workers), consumers."""
     res = exec_in(sc, BROKER, ["rabbitmqctl", "-q", "list_queues", "name", "messages_ready",

@@ -167,6 +167,16 @@ def deletion_started(timeline: Timeline, uid: str) -> float | None:
     return None
 
 
+def old_pod_exit(timeline: Timeline, uid: str, name: str, container: str,
+                 last: dict[str, dict] | None = None) -> tuple[float, float, int]:
+    """A deleted pod's (deletion requested, container finishedAt, exit code), server times;
+    fails the test if the timeline saw neither. `last`: timeline.last_pods(), if at hand."""
+    started = deletion_started(timeline, uid)
+    term = terminated_state((last if last is not None else timeline.last_pods())[uid], container)
+    assert started is not None and term is not None, f"{name}: deletion or final state not seen"
+    return started, parse_time(term["finishedAt"]), int(term["exitCode"])
+
+
 def ready_false_at(pod: dict) -> float | None:
     """Server time the Ready condition last turned False (None while Ready)."""
     cond = condition(pod, "Ready")
