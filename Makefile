@@ -19,12 +19,10 @@ export JOBHANDLERS_HELM3 := $(HELM3)
 HELM_VERSION  := v4.3.2
 HELM3_VERSION := v3.21.4
 KIND_VERSION  := v0.33.0
-# make test runs pytest twice (tests sharing an expensive fixture share a worker): first the
-# tests that mostly wait on real processes (apps, workload, packaging: shutdown timeouts,
-# heartbeats, pip) on PYTEST_WAIT_JOBS, then the tests that compute (unit, render, generated) on
-# PYTEST_JOBS workers, one per core. Waiting first: in .ci/run, `kind load` of the images runs
-# beside make test for ≈ 6 min and doubles the time of whatever computes then (stop 27: the
-# computing pass 230 s alone, 539 s beside it; the waiting pass 169-201 s on 4 workers).
+# make test runs pytest twice (tests sharing an expensive fixture share a worker): the tests that
+# compute (unit, render, generated) on PYTEST_JOBS workers, one per core, then the tests that
+# mostly wait on real processes (apps, workload, packaging: shutdown timeouts, heartbeats, pip)
+# on PYTEST_WAIT_JOBS. Stop 27: the second pass took 169 s on 4 workers, ~550 s on 2.
 PYTEST_JOBS ?= 2
 PYTEST_WAIT_JOBS ?= 4
 CPU_TESTS  := tests/unit tests/render tests/generated
@@ -167,8 +165,8 @@ test: tools venv checkov-venv deps ## unit, render, generated and workload tests
 	@test "$$(ls -d tests/*/ | grep -v -e tests/kind/ -e tests/images/ -e tests/oci/ | sort | tr -d '\n')" = \
 	  "$$(printf '%s/' $(sort $(CPU_TESTS) $(WAIT_TESTS)))" || \
 	  { echo "make test: a test folder is in neither CPU_TESTS nor WAIT_TESTS (Makefile)"; exit 2; }
-	$(PY) -m pytest -n $(PYTEST_WAIT_JOBS) --dist loadgroup --durations 15 $(WAIT_TESTS)
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup --durations 15 $(CPU_TESTS)
+	$(PY) -m pytest -n $(PYTEST_WAIT_JOBS) --dist loadgroup --durations 15 $(WAIT_TESTS)
 
 .PHONY: fuzz
 fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render and check-vs-helm parity, 10x the examples of make test
