@@ -94,9 +94,12 @@ t=$SECONDS
 cid=$(docker run -d --init --privileged --entrypoint sleep "$base" infinity)
 for b in kubelet kubeadm kubectl; do docker cp "$k8s_bin/$b" "$cid:/usr/bin/$b"; done
 docker cp "$extra_bin/crictl" "$cid:/usr/bin/crictl"
-# containerd v2 from its Go module over Debian's 1.6 (which ignores lifecycle.stopSignal); it
-# reads the version 2 config of files/etc/containerd and migrates it in memory
-for b in containerd containerd-shim-runc-v2 ctr; do docker cp "$extra_bin/$b" "$cid:/usr/bin/$b"; done
+# From 1.33 (where ContainerStopSignals exists), containerd v2 from its Go module over Debian's
+# 1.6, which ignores lifecycle.stopSignal; it reads the version 2 config of files/etc/containerd
+# and migrates it in memory. Older minors (the 1.29 version-gate suite) keep Debian's 1.6.
+if (( ${minor#*.} >= 33 )); then
+  for b in containerd containerd-shim-runc-v2 ctr; do docker cp "$extra_bin/$b" "$cid:/usr/bin/$b"; done
+fi
 docker exec "$cid" sh -ec "
   echo '$version' > /kind/version
   sed -i 's|^\( *sandbox_image = \).*|\1\"$pause_ref\"|' /etc/containerd/config.toml
