@@ -5,11 +5,14 @@ KIND_CLUSTER_NAME ?= jobhandlers
 # the Kubernetes minor of the cluster: its wrapper module is build/k8s/v$(KIND_K8S)/, its node
 # image jobhandlers/kind-node:v$(KIND_K8S); `make kind-up KIND_K8S=1.29` for an older one
 KIND_K8S          ?= 1.37
-KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)
+# KIND_CONTAINERD=2: the node runs containerd 2.4 (built from its Go module) instead of Debian's
+# 1.6, so lifecycle.stopSignal reaches the app (scenario 13d); opt-in, its own node image
+KIND_CONTAINERD   ?= 1
+KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)$(if $(filter 2,$(KIND_CONTAINERD)),-containerd2)
 KIND_WORKERS      ?= 2
 KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
 JH_CACHE          ?= /var/cache/jobhandlers
-export KIND_K8S KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
+export KIND_K8S KIND_CONTAINERD KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
 KIND_ENV := KIND=$(KIND)
 
 .PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-postgres test-kind-versions test-kind-smoke test-kind netpol-image
