@@ -33,13 +33,19 @@ t_all=$SECONDS
 rootfs_pid=$!
 t=$SECONDS; "$kind_dir/build/k8s/build.sh" "$minor" "$k8s_bin"; timing kubernetes $((SECONDS - t))
 t=$SECONDS; "$kind_dir/build/build-extras.sh" "$extra_bin"; timing extras $((SECONDS - t))
+runtime_inputs="containerd=1"
+if [[ $containerd == 2 ]]; then
+  ctr_bin=$JH_CACHE/containerd-bin
+  t=$SECONDS; "$kind_dir/build/build-containerd.sh" "$ctr_bin"; timing containerd $((SECONDS - t))
+  runtime_inputs=$ctr_bin/.inputs
+fi
 wait "$rootfs_pid" || die "building the base images failed (see above)"
 timing inputs-total $((SECONDS - t_all))
 
 version=$(cat "$k8s_bin/VERSION")
 key=$(inputs_hash "$(docker image inspect -f '{{.Id}}' "$base")" \
   "$(docker image inspect -f '{{.Id}}' "$proxy_base")" \
-  "$k8s_bin/.inputs" "$extra_bin/.inputs" "$0" "$here/images" "containerd=$containerd")
+  "$k8s_bin/.inputs" "$extra_bin/.inputs" "$0" "$here/images" "$runtime_inputs")
 if [[ $(image_label "$image" jobhandlers.inputs) == "$key" ]]; then
   log "$image is up to date (kubernetes $version, inputs $key)"; exit 0
 fi
@@ -101,7 +107,7 @@ docker cp "$extra_bin/crictl" "$cid:/usr/bin/crictl"
 # migrates it in memory. Opt-in (image tag suffix -containerd2): stop 28's clean-clone run on it
 # failed Galaxy's 16c twice and reran 16e, which pass on 1.6.
 if [[ $containerd == 2 ]]; then
-  for b in containerd containerd-shim-runc-v2 ctr; do docker cp "$extra_bin/$b" "$cid:/usr/bin/$b"; done
+  for b in containerd containerd-shim-runc-v2 ctr; do docker cp "$ctr_bin/$b" "$cid:/usr/bin/$b"; done
 fi
 docker exec "$cid" sh -ec "
   echo '$version' > /kind/version
