@@ -51,38 +51,34 @@ galaxy25-image: venv docker-up ## jobhandlers/galaxy:25.1: Galaxy 25.1.3 (requir
 # `make image` also builds the app images: a warm run only compares an inputs label.
 image: app-images
 
+# $(call app_venv,VENV,REQUIREMENT FILES): create VENV (uv, no pip), install the pinned set without
+# resolving (--no-deps), then check it is consistent
+app_venv = test -x $(1)/bin/python || $(UV_MKVENV) $(1); \
+	$(UV_PIP) $(1)/bin/python --no-deps $(foreach r,$(2),-r $(r)) && \
+	$(UV) pip check -q --python $(1)/bin/python
+
 app-venv: $(PROCRASTINATE_VENV)/.installed $(PROCRASTINATE_UPGRADE:%=$(PROCRASTINATE_VENV)-%/.installed) $(CHANCY_VENV)/.installed $(HUEY_VENV)/.installed $(CELERY_VENV)/.installed ## host venvs of the test apps (pinned requirements.txt; procrastinate 3.1 and 3.2 too; celery also requirements-redis.txt)
 
 $(PROCRASTINATE_VENV)/.installed: $(PROCRASTINATE_DIR)/requirements.txt $(UV_STAMP)
-	test -x $(PROCRASTINATE_VENV)/bin/python || $(UV_MKVENV) $(PROCRASTINATE_VENV)
-	$(UV_PIP) $(PROCRASTINATE_VENV)/bin/python --no-deps -r $<
-	$(UV) pip check -q --python $(PROCRASTINATE_VENV)/bin/python
+	$(call app_venv,$(PROCRASTINATE_VENV),$<)
 	@touch $@
 
 $(PROCRASTINATE_VENV)-%/.installed: $(PROCRASTINATE_DIR)/requirements-%.txt $(UV_STAMP)
-	test -x $(PROCRASTINATE_VENV)-$*/bin/python || $(UV_MKVENV) $(PROCRASTINATE_VENV)-$*
-	$(UV_PIP) $(PROCRASTINATE_VENV)-$*/bin/python --no-deps -r $<
-	$(UV) pip check -q --python $(PROCRASTINATE_VENV)-$*/bin/python
+	$(call app_venv,$(PROCRASTINATE_VENV)-$*,$<)
 	@touch $@
 
 $(CHANCY_VENV)/.installed: $(CHANCY_DIR)/requirements.txt $(UV_STAMP)
-	test -x $(CHANCY_VENV)/bin/python || $(UV_MKVENV) $(CHANCY_VENV)
-	$(UV_PIP) $(CHANCY_VENV)/bin/python --no-deps -r $<
-	$(UV) pip check -q --python $(CHANCY_VENV)/bin/python
+	$(call app_venv,$(CHANCY_VENV),$<)
 	@touch $@
 
 $(HUEY_VENV)/.installed: $(HUEY_DIR)/requirements.txt $(UV_STAMP)
-	test -x $(HUEY_VENV)/bin/python || $(UV_MKVENV) $(HUEY_VENV)
-	$(UV_PIP) $(HUEY_VENV)/bin/python --no-deps -r $<
-	$(UV) pip check -q --python $(HUEY_VENV)/bin/python
+	$(call app_venv,$(HUEY_VENV),$<)
 	@touch $@
 
 # Celery: the image's set plus kombu's Redis transport (redis-py), for the host tests on Debian's
 # redis-server (tests/apps/celery/test_celery_redis.py).
 $(CELERY_VENV)/.installed: $(CELERY_DIR)/requirements.txt $(CELERY_DIR)/requirements-redis.txt $(UV_STAMP)
-	test -x $(CELERY_VENV)/bin/python || $(UV_MKVENV) $(CELERY_VENV)
-	$(UV_PIP) $(CELERY_VENV)/bin/python --no-deps -r $(CELERY_DIR)/requirements.txt -r $(CELERY_DIR)/requirements-redis.txt
-	$(UV) pip check -q --python $(CELERY_VENV)/bin/python
+	$(call app_venv,$(CELERY_VENV),$(CELERY_DIR)/requirements.txt $(CELERY_DIR)/requirements-redis.txt)
 	@touch $@
 
 galaxy-venv: $(GALAXY_VENV)/.installed ## host venv of the Galaxy test app (~0.9 GB; only `make test-galaxy` uses it)
