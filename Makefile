@@ -25,6 +25,10 @@ KIND_VERSION  := v0.33.0
 # on PYTEST_WAIT_JOBS. Stop 27: the second pass took 169 s on 4 workers, ~550 s on 2. Not the
 # other way round: stop 28 ran the waiting pass first, beside .ci/run's kind load, and 4 of its
 # 92 tests (lock races, signal timings, 180 s timeouts) failed; the computing pass takes it.
+# TEST_PART=cpu runs the freshness checks and the computing pass, TEST_PART=wait the waiting
+# pass (.ci/run runs the first beside the cluster side, the second beside the node scenarios);
+# empty (the default): all of it.
+TEST_PART ?=
 PYTEST_JOBS ?= 2
 PYTEST_WAIT_JOBS ?= 4
 CPU_TESTS  := tests/unit tests/render tests/generated
@@ -162,6 +166,8 @@ lint: tools ## helm lint --strict every values example
 
 .PHONY: test
 test: tools venv checkov-venv deps ## unit, render, generated and workload tests, plus freshness checks
+	@case "$(TEST_PART)" in ""|cpu|wait) ;; *) echo "make test: TEST_PART is cpu, wait or empty (both), not '$(TEST_PART)'"; exit 2;; esac
+ifneq ($(TEST_PART),wait)
 	$(JH) render --check
 	$(PY) -m generator.lifecycle --check
 	$(PY) -m generator.refdocs --check
@@ -173,7 +179,10 @@ test: tools venv checkov-venv deps ## unit, render, generated and workload tests
 	  "$$(printf '%s/' $(sort $(CPU_TESTS) $(WAIT_TESTS)))" || \
 	  { echo "make test: a test folder is in neither CPU_TESTS nor WAIT_TESTS (Makefile)"; exit 2; }
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup --durations 15 $(CPU_TESTS)
+endif
+ifneq ($(TEST_PART),cpu)
 	$(PY) -m pytest -n $(PYTEST_WAIT_JOBS) --dist loadgroup --durations 15 $(WAIT_TESTS)
+endif
 
 .PHONY: fuzz
 fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render and check-vs-helm parity, 10x the examples of make test

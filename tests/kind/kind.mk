@@ -49,11 +49,20 @@ KIND_JOBS ?= 3
 KIND_RERUNS ?= 1
 # The smoke tests run in the first pass with the scenarios (their slowest, a throwaway second
 # cluster for kind-down, would otherwise hold up every scenario for ~2 min).
+# KIND_PART=main runs the first pass, KIND_PART=nodes the node scenarios (.ci/run runs make test's
+# waiting pass beside them: they mostly wait); empty (the default): both. -raR prints why a rerun
+# scenario failed the first time.
+KIND_PART ?=
+KIND_PYTEST = KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0
 test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, then the node scenarios alone)
+	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
+ifneq ($(KIND_PART),nodes)
 	@rm -f bench-results/kind-scenarios.json
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -n $(KIND_JOBS) --dist loadgroup \
-	  --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 -m 'not nodes' tests/kind/test_smoke.py tests/kind/scenarios
-	KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 -m nodes tests/kind/scenarios
+	$(KIND_PYTEST) -n $(KIND_JOBS) --dist loadgroup -m 'not nodes' tests/kind/test_smoke.py tests/kind/scenarios
+endif
+ifneq ($(KIND_PART),main)
+	$(KIND_PYTEST) -m nodes tests/kind/scenarios
+endif
 
 # The NetworkPolicy engine of scenario 19 (kube-router, built from its Go module; a cold build
 # takes 12-25 min on this machine, a warm one seconds). Part of `make image`, so the scenario's

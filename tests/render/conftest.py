@@ -12,10 +12,13 @@ from render_helpers import EXAMPLES, RenderCache
 
 
 @pytest.fixture(scope="session")
-def render_cache() -> RenderCache:
-    """The session's render cache (helm 4 by default, helm 3 on request)."""
+def render_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> RenderCache:
+    """The session's render cache (helm 4 by default, helm 3 on request). Under xdist the
+    workers share one rendering of the matrix (the session's base temp dir is theirs)."""
     assert EXAMPLES, "no values-examples/*.yaml found"
-    return RenderCache()
+    if worker_id == "master":
+        return RenderCache()
+    return RenderCache(tmp_path_factory.getbasetemp().parent / "render-cache")
 
 
 @pytest.fixture(scope="session")

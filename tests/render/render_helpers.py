@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -29,20 +31,36 @@ Objects = list[dict[str, Any]]
 
 class RenderCache:
     """Renders every (example, version) of the matrix once per session and helm major:
-    the first request for a major renders the whole matrix with one helm process per core."""
+    the first request for a major renders the whole matrix with one helm process per core.
+    With `shared` (a directory every xdist worker of the session sees), one worker renders a
+    major's matrix under a lock and the others read its result instead of rendering it again."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: Path | None = None) -> None:
         self._objects: dict[tuple[str, str, int], Objects] = {}
+        self._shared = shared
 
-    def _prefetch(self, major: int) -> None:
+    def _render_matrix(self, major: int) -> dict[tuple[str, str, int], Objects]:
         binary = helm.find_helm(major)
 
         def one(case: tuple[Path, str]) -> Objects:
             return helm.render([case[0]], kube_version=case[1], helm_binary=binary)
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            for (example, version), objs in zip(MATRIX, pool.map(one, MATRIX)):
-                self._objects[(str(example), version, major)] = objs
+            return {(str(e), v, major): objs for (e, v), objs in zip(MATRIX, pool.map(one, MATRIX))}
+
+    def _prefetch(self, major: int) -> None:
+        if self._shared is None:
+            self._objects.update(self._render_matrix(major))
+            return
+        self._shared.mkdir(parents=True, exist_ok=True)
+        result = self._shared / f"helm{major}-matrix.pickle"
+        with open(self._shared / f"helm{major}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the other workers wait here, then read the result
+            if not result.is_file():
+                tmp = result.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(pickle.dumps(self._render_matrix(major)))
+                tmp.replace(result)
+            self._objects.update(pickle.loads(result.read_bytes()))
 
     def get(self, example: Path, version: str, major: int = 4) -> Objects:
         key = (str(example), version, major)

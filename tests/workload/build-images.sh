@@ -49,7 +49,9 @@ build_workload() {
   mkdir -p "$ctx/workload/src"
   cp -r "$here/pyproject.toml" "$here/README.md" "$here/workload" "$ctx/workload/src/"
   find "$ctx/workload/src" -name __pycache__ -prune -exec rm -rf {} +
-  "$py" -m pip wheel -q --no-deps -w "$ctx/workload/wheels" "$ctx/workload/src"
+  # A fixed SOURCE_DATE_EPOCH (zip timestamps): the same sources give the same wheel bytes, so a
+  # rebuild hits docker's layer cache, the image keeps its ID and kind load has nothing to redo.
+  SOURCE_DATE_EPOCH=315532800 "$py" -m pip wheel -q --no-deps -w "$ctx/workload/wheels" "$ctx/workload/src"
   rm -rf "$ctx/workload/src"
   "$py" -m pip download -q --only-binary=:all: --implementation cp --python-version "$pyver" "${plat[@]}" \
     -d "$ctx/workload/wheels" 'psycopg[binary]==3.3.9'

@@ -20,7 +20,7 @@ from jhkind import setup
 from jhkind.helm import ROOT
 from jhkind.cluster import RESTRICTED_LABELS, Kube
 from jhkind.helm import Helm
-from jhkind.progress import Progress
+from jhkind.progress import Progress, record
 from jhkind.scenario import Scenario
 
 RESULTS = ROOT / "bench-results"
@@ -164,10 +164,8 @@ def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, k
         failed = rep is None or rep.failed
         with progress.phase("cleanup"):
             sc.close(failed)
-        scenario_summary[request.node.name + (f"[{tag.lstrip('-')}]" if tag else "")] = {
-            "passed": not failed, "seconds": round(time.monotonic() - started, 1),
-            "phases": progress.phases, "facts": progress.facts,
-        }
+        record(scenario_summary, request.node.name + (f"[{tag.lstrip('-')}]" if tag else ""), progress,
+               time.monotonic() - started, rep)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from jhkind.helm import Helm, HelmResult
 from jhkind.identity import lifetimes, overlaps
 from jhkind.observe import deletion_started, is_handler_pod, terminated_state
 from jhkind.postgres import Postgres
-from jhkind.progress import Progress
+from jhkind.progress import Progress, record
 from jhkind.scenario import Scenario, job_completed_at
 from jhkind.waits import WaitTimeout, wait_until
 
@@ -88,10 +88,7 @@ def shared(request, galaxy: Shared, scenario_summary: dict) -> Iterator[Scenario
         failed = rep is None or rep.failed
         if failed:
             dump_namespace(sc.kube, sc.namespace, sc.helm.status(sc.release, sc.namespace))
-        scenario_summary[request.node.name] = {
-            "passed": not failed, "seconds": round(time.monotonic() - started, 1),
-            "phases": sc.progress.phases, "facts": sc.progress.facts,
-        }
+        record(scenario_summary, request.node.name, sc.progress, time.monotonic() - started, rep)
 
 
 def _ready_at(pod: dict) -> float | None:

@@ -46,3 +46,16 @@ class Progress:
         """Record a measured number (printed and kept for the summary)."""
         self.facts[key] = value
         self.note(f"{key} = {value}")
+
+
+def record(summary: dict, key: str, progress: Progress, seconds: float, rep: object | None) -> None:
+    """One scenario's entry in bench-results/kind-scenarios.json. A failed attempt that is run
+    again (KIND_RERUNS) keeps its entry, with the end of its error, under "<key> (failed attempt N)"."""
+    failed = rep is None or bool(getattr(rep, "failed", True))
+    if key in summary and not summary[key]["passed"]:
+        n = sum(1 for k in summary if k.startswith(f"{key} (failed attempt")) + 1
+        summary[f"{key} (failed attempt {n})"] = summary.pop(key)
+    entry: dict = {"passed": not failed, "seconds": round(seconds, 1), "phases": progress.phases, "facts": progress.facts}
+    if failed and rep is not None:
+        entry["error"] = str(getattr(rep, "longrepr", ""))[-2000:]
+    summary[key] = entry
