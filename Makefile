@@ -42,8 +42,9 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
 # ---- tools: pinned helm 4, helm 3 and kind, built from their Go modules ----
-.PHONY: tools
-tools: $(HELM) $(HELM3) $(KIND) $(HELM_DOCS) $(KUBECONFORM) ## build pinned helm, helm3, kind, helm-docs and kubeconform into bin/
+.PHONY: tools kind-bin
+tools: $(KIND) $(HELM) $(HELM3) $(HELM_DOCS) $(KUBECONFORM) ## build pinned helm, helm3, kind, helm-docs and kubeconform into bin/
+kind-bin: $(KIND) ## build only the pinned kind (.ci/run: the cluster side needs it long before the other tools)
 
 $(BIN)/.helm-$(HELM_VERSION):
 	@mkdir -p $(BIN)

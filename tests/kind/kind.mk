@@ -64,9 +64,9 @@ ifneq ($(KIND_PART),main)
 	$(KIND_PYTEST) -m nodes tests/kind/scenarios
 endif
 
-# The NetworkPolicy engine of scenario 19 (kube-router, built from its Go module; a cold build
-# takes 12-25 min on this machine, a warm one seconds). Part of `make image`, so the scenario's
-# fixture finds it built.
+# The NetworkPolicy engine of scenario 19 (kube-router's firewall alone, built from its Go module:
+# a cold build takes ~1.5 min on this machine, where its whole command took 12-25; warm,
+# seconds). Part of `make image`, so the scenario's fixture finds it built.
 netpol-image: docker-up ## jobhandlers/kind-netpol:<hash>: the NetworkPolicy engine of kind scenario 19
 	@t0=$$SECONDS; tests/kind/scripts/netpol-image.sh >/dev/null; echo "netpol-image: $$((SECONDS - t0)) s"
 image: netpol-image

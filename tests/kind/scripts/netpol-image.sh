@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build the NetworkPolicy engine image of scenario 19, no registry: kube-router's firewall
-# (pinned in tests/kind/build/kube-router/go.mod; why kube-router: see its tools.go) as a static
-# binary on a Debian bookworm rootfs with iptables and ipset, which it runs. Prints the image
-# reference (tag = hash of the inputs).
+# Build the NetworkPolicy engine image of scenario 19, no registry: kube-router's firewall alone
+# (tests/kind/build/kube-router: its main.go runs kube-router's NetworkPolicy controller, pinned in
+# its go.mod; why kube-router, and why not its whole command: see main.go) as a static binary on a
+# Debian bookworm rootfs with iptables and ipset, which it runs. Prints the image reference
+# (tag = hash of the inputs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../build/kube-router" && pwd)
@@ -15,9 +16,9 @@ if ! docker image inspect "$ref" >/dev/null 2>&1; then
   "$here/../../images/rootfs-image.sh" "$base" iptables,ipset >&2
   ctx=$(mktemp -d); trap 'rm -rf "$ctx"' EXIT
   t0=$SECONDS
-  (cd "$src" && go build -trimpath -ldflags '-s -w' -o "$ctx/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
-  log "built kube-router in $((SECONDS - t0)) s"
-  printf 'ARG BASE\nFROM $BASE\nCOPY kube-router /usr/local/bin/kube-router\nENTRYPOINT ["/usr/local/bin/kube-router"]\n' > "$ctx/Dockerfile"
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/netpol" .)
+  log "built kube-router's firewall in $((SECONDS - t0)) s"
+  printf 'ARG BASE\nFROM $BASE\nCOPY netpol /usr/local/bin/netpol\nENTRYPOINT ["/usr/local/bin/netpol"]\n' > "$ctx/Dockerfile"
   DOCKER_BUILDKIT=0 docker build -q --build-arg BASE="$base" -t "$ref" "$ctx" >/dev/null
   log "built $ref"
 fi
