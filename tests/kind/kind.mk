@@ -5,10 +5,12 @@ KIND_CLUSTER_NAME ?= jobhandlers
 # the Kubernetes minor of the cluster: its wrapper module is build/k8s/v$(KIND_K8S)/, its node
 # image jobhandlers/kind-node:v$(KIND_K8S); `make kind-up KIND_K8S=1.29` for an older one
 KIND_K8S          ?= 1.37
-# KIND_CONTAINERD=2: the node runs containerd 2.4 (built from its Go module) instead of Debian's
-# 1.6, so lifecycle.stopSignal reaches the app (scenario 13d); opt-in, its own node image
-KIND_CONTAINERD   ?= 1
-KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)$(if $(filter 2,$(KIND_CONTAINERD)),-containerd2)
+# KIND_CONTAINERD=2 (the default): the node runs containerd 2.4, built from its Go module, over
+# Debian's 1.6: Kubernetes 1.35 is the last release that supports containerd 1.x, and 1.x ignores
+# lifecycle.stopSignal (scenario 13d). KIND_CONTAINERD=1 keeps Debian's 1.6, in a node image of
+# its own (…-containerd1); the version suite's 1.29 cluster runs it.
+KIND_CONTAINERD   ?= 2
+KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)$(if $(filter 1,$(KIND_CONTAINERD)),-containerd1)
 KIND_WORKERS      ?= 2
 KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
 JH_CACHE          ?= /var/cache/jobhandlers
@@ -76,7 +78,7 @@ image: netpol-image
 # its own cluster, the scenarios marked `versions` one at a time (two of them drain nodes), then
 # the cluster is deleted. Not part of .ci/run (the second node image does not fit its budget).
 KIND_VERSIONS_K8S ?= 1.29
-VERSIONS_ENV = KIND_K8S=$(KIND_VERSIONS_K8S) KIND_CLUSTER_NAME=jobhandlers-v$(subst .,-,$(KIND_VERSIONS_K8S)) \
+VERSIONS_ENV = KIND_K8S=$(KIND_VERSIONS_K8S) KIND_CONTAINERD=1 KIND_CLUSTER_NAME=jobhandlers-v$(subst .,-,$(KIND_VERSIONS_K8S)) \
   KIND_NODE_IMAGE=jobhandlers/kind-node:v$(KIND_VERSIONS_K8S) \
   KIND_KUBECONFIG=$(ROOT)/tests/kind/.work/kubeconfig-v$(KIND_VERSIONS_K8S)
 test-kind-versions: image venv $(KIND) ## the version-gate suite on an older live cluster (KIND_VERSIONS_K8S, default 1.29): node image, cluster, scenarios marked versions, kind-down

@@ -135,11 +135,10 @@ def test_13d_huey_rollout_kubelet_stop_signal(scenario: Scenario) -> None:
     """drain.stopSignal live (ContainerStopSignals, KEP-4960, on in kube-apiserver and the
     kubelet of the kind cluster): lifecycle.stopSignal SIGINT, no preStop kill. The API server
     keeps the field; whether SIGINT reaches the app is the container runtime's part (the CRI
-    StopSignal). containerd 1.x (Debian bookworm's 1.6, our default node image) ignores it
-    silently: huey gets SIGTERM and loses the tasks it runs, which is why the chart's own
-    signal adapter (13b) stays the default. On a node image with containerd 2.4
-    (`make kind-up KIND_CONTAINERD=2`) the runtime delivers it: huey must get SIGINT only and
-    lose nothing."""
+    StopSignal). On our default node image (containerd 2.4) the runtime delivers it: huey must
+    get SIGINT only and lose nothing. containerd 1.x (Debian bookworm's 1.6,
+    `make kind-up KIND_CONTAINERD=1`) ignores it silently: huey gets SIGTERM and loses the tasks
+    it runs, which is why the chart's own signal adapter (13b) stays the default."""
     sc, p = scenario, scenario.progress
     report = rollout_with_tasks(sc, hy.STOP_SIGNAL_DRAIN, 8)
     dep = sc.deployments()["job"]
