@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build containerd v2 (containerd, containerd-shim-runc-v2, ctr) from its Go module, pinned by
 # the wrapper module containerd/, static (CGO off, without the btrfs/devmapper/zfs snapshotters:
-# the node uses overlayfs). Only for node images with KIND_CONTAINERD=2.
+# the node uses overlayfs). For node images with KIND_CONTAINERD=2, the default.
 # Usage: build-containerd.sh OUTDIR (skips when unchanged)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
