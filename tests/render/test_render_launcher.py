@@ -123,7 +123,9 @@ def test_mutating_admission_policy_only_from_1_36(version: str):
         assert spec["policyName"] == policies[0]["metadata"]["name"] == "demo-demo-jobhandlers-job"
         assert spec["matchResources"]["objectSelector"] == {"matchLabels": {"app": "launched"}}
         assert spec["matchResources"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "demo"}}
-        expr = policies[0]["spec"]["mutations"][0]["applyConfiguration"]["expression"]
+        mutations = policies[0]["spec"]["mutations"]
+        assert [m["patchType"] for m in mutations] == ["ApplyConfiguration", "JSONPatch"]
+        expr = mutations[0]["applyConfiguration"]["expression"] + mutations[1]["jsonPatch"]["expression"]
         for field in ("runAsNonRoot: true", '"RuntimeDefault"', "allowPrivilegeEscalation: false", 'drop: ["ALL"]'):
             assert field in expr
 
