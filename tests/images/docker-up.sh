@@ -12,6 +12,14 @@ wrapper=/usr/local/sbin/runc-nocap
 conf=/etc/docker/daemon.json
 mkdir -p "$state"
 
+# Every kind node runs systemd, which takes inotify instances: the kernel default of 128 lets about
+# six nodes start, so a second cluster (make test-kind-versions beside the main one) fails with
+# "container is not running" (kind's known issue). Raised here, idempotent (root on our machines).
+if (( $(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024) < 1024 )); then
+  sysctl -q -w fs.inotify.max_user_instances=1024 fs.inotify.max_user_watches=1048576 || \
+    log "warning: could not raise fs.inotify limits; more than one kind cluster may fail to start"
+fi
+
 if docker info >/dev/null 2>&1; then
   rt=$(docker info -f '{{.DefaultRuntime}}' 2>/dev/null || true)
   [[ $rt == runc-nocap ]] || log "warning: dockerd is running with default runtime '$rt', not runc-nocap: privileged containers fail on kernels without CAP_SYS_RESOURCE; restart dockerd to pick up $conf"

@@ -74,9 +74,11 @@ def test_23_launcher_rbac_token_and_admission_policy(scenario: Scenario) -> None
         p.fact("launcher_token_validity_days", round(days, 1))
         assert days >= 364, claims
         assert claims["kubernetes.io"]["serviceaccount"]["name"] == sa
-        wait = sc.kube.exec(sc.namespace, name, ["ls", "/var/run/secrets/kubernetes.io/serviceaccount"],
-                            container="wait-for-migrations")
-        assert wait.rc != 0, "wait-for-migrations sees the token"
+        # as admitted: only the handler container mounts it, and nothing is automounted
+        assert pod["spec"]["automountServiceAccountToken"] is False
+        mounting = [c["name"] for c in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]
+                    if any(m["mountPath"].startswith("/var/run/secrets") for m in c.get("volumeMounts") or [])]
+        assert mounting == ["job"], mounting
         with p.phase("a baseline Job with the launched-pod label runs in the restricted namespace"):
             sc.kube.batch.create_namespaced_job(sc.namespace, baseline_job("launched", SELECTOR))
             t0 = time.monotonic()
