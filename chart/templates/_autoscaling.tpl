@@ -1,6 +1,6 @@
 {{/*
 Autoscaled roles (handlers.<role>.autoscaling; README: Autoscaling): an HPA or a KEDA
-ScaledObject (never both, JH050). The workload then renders no replicas, so `helm upgrade`
+ScaledObject (never both, JH055). The workload then renders no replicas, so `helm upgrade`
 keeps the autoscaler's count (Deployments and StatefulSets alike).
 
 Scale-down behavior, when the user gives no scaleDown, is derived from the role's lifecycle

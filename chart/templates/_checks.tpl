@@ -271,6 +271,6 @@ the user's own egress rules) no chart pod could reach the database. */}}
 {{- $spec := include "jobhandlers.role.spec" . | fromJson }}
 {{- $a := $spec.autoscaling | default dict }}
 {{- if and ($a.hpa | default dict).enabled ($a.keda | default dict).enabled }}
-{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.autoscaling has both hpa.enabled and keda.enabled: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas. Fix: keep one of them. (jobhandlers check: JH050)" $role) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.autoscaling has both hpa.enabled and keda.enabled: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas. Fix: keep one of them. (jobhandlers check: JH055)" $role) }}
 {{- end }}
 {{- end }}

@@ -73,11 +73,11 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH047": _jh047,
     "JH048": _jh048,
     "JH049": _jh049,
-    "JH050": _jh050,
-    "JH051": _jh051,
-    "JH052": _jh052,
-    "JH053": _jh053,
-    "JH054": _jh054,
+    "JH055": _jh050,
+    "JH056": _jh051,
+    "JH057": _jh052,
+    "JH058": _jh053,
+    "JH059": _jh054,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

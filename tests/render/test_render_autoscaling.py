@@ -102,7 +102,7 @@ def test_both_autoscalers_refused():
     both = _merge(HPA, KEDA)
     with pytest.raises(helm.HelmRenderError) as info:
         render(both)
-    assert "(jobhandlers check: JH050)" in info.value.message
+    assert "(jobhandlers check: JH055)" in info.value.message
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
