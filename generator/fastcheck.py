@@ -3,7 +3,7 @@
 Pre-commit and CI call check once per file or commit, so the start-up cost is the cost
 (README, "Benchmarks"). This path reads each file with the conservative libyaml reader
 (fastyaml.py), validates it merged over the precomputed chart defaults with the compiled
-schema (`_chartcache.py`), and runs the same policy rules (rules.py). Only when every file
+schema (`_chartcache.py`), and runs the same policy rules (rules/). Only when every file
 passes all three does it answer, with exactly what the full path prints for no findings.
 Any finding, any input it is unsure of, any option it does not handle, a chart the cache
 was not built from, or JOBHANDLERS_FULL_CHECK=1: it returns None and the full path

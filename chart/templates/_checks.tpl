@@ -28,6 +28,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
 {{- include "jobhandlers.checks.drain" (list $ $role) }}
 {{- include "jobhandlers.checks.identity" (list $ $role) }}
+{{- include "jobhandlers.checks.launcher" (list $ $role) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -224,5 +225,41 @@ the user's own egress rules) no chart pod could reach the database. */}}
 {{- $np := .Values.networkPolicy }}
 {{- if and $np.enabled (not $np.database.to) (not $np.extraEgress) }}
 {{- include "jobhandlers.checks.problem" (printf "jobhandlers: networkPolicy.enabled=true, but networkPolicy.database.to is empty and there is no networkPolicy.extraEgress: the policies would deny the handlers, wait-for-migrations, the migration Job and the helm test every connection to the database (%s:%v). Fix: set networkPolicy.database.to to the database's peers, e.g. an ipBlock {cidr: 10.0.0.5/32} for a database outside the cluster or a podSelector/namespaceSelector for one inside, or give networkPolicy.extraEgress rules that reach it. (jobhandlers check: JH041)" .Values.database.host .Values.database.port) }}
+{{- end }}
+{{- end }}
+
+{{/* Launching roles (handlers.<role>.launcher, _launcher.tpl): what does not combine. */}}
+{{- define "jobhandlers.checks.launcher" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- $raw := $spec.launcher | default dict }}
+{{- $ps := $raw.podSecurity | default dict }}
+{{- $l := include "jobhandlers.launcher.settings" . | fromJson }}
+{{- if $l.enabled }}
+{{- if and (not (kindIs "invalid" $raw.rules)) (not $raw.rules) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.launcher.enabled=true with launcher.rules=[]: the role would get an API token that may do nothing, and every launch would fail with 403 Forbidden. Fix: remove handlers.%s.launcher.rules (null: the launcher default, batch Jobs and pods) or list the PolicyRules the app needs. (jobhandlers check: JH044)" $role $role) }}
+{{- end }}
+{{- $np := $root.Values.networkPolicy }}
+{{- $own := $spec.networkPolicy | default dict }}
+{{- if and $np.enabled (not ($np.apiServer | default dict).to) (not $np.extraEgress) (not $own.extraEgress) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: networkPolicy.enabled=true and handlers.%s launches Kubernetes objects, but networkPolicy.apiServer.to is empty and there is no extraEgress (chart-wide or the role's): its NetworkPolicy would deny every call to the API server, so nothing is launched or adopted. Fix: set networkPolicy.apiServer.to to the API server's endpoint addresses (kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes), e.g. [{ipBlock: {cidr: 172.18.0.2/32}}], and networkPolicy.apiServer.ports to their port. (jobhandlers check: JH046)" $role) }}
+{{- end }}
+{{- $meet := include "jobhandlers.launcher.levelIndex" (list $root $l.podsMeet) | int }}
+{{- $need := include "jobhandlers.launcher.levelIndex" (list $root $l.enforce) | int }}
+{{- $lifted := and (include "jobhandlers.launcher.mutate" .) (eq $l.podsMeet "baseline") (eq $l.enforce "restricted") }}
+{{- if and (lt $meet $need) (not $lifted) }}
+{{- $why := "" }}
+{{- if and $l.mutate (not (include "jobhandlers.gate" (list $root "mutatingAdmissionPolicy"))) }}
+{{- $why = printf " podSecurity.mutate needs Kubernetes >= %s (MutatingAdmissionPolicy GA, KEP-3962); this cluster is %s." (include "jobhandlers.gate.version" (list $root "mutatingAdmissionPolicy")) $root.Capabilities.KubeVersion.Version }}
+{{- else if and $l.mutate (not $l.podSelector) }}
+{{- $why = " podSecurity.mutate needs podSecurity.podSelector (the launched pods' labels)." }}
+{{- else if $l.mutate }}
+{{- $why = " podSecurity.mutate only lifts baseline pods to restricted." }}
+{{- end }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.launcher.podSecurity: the launched pods meet Pod Security %s, but %s is enforced where they run: the Job controller could not create them and every launched job would fail.%s Fix: launch into a namespace labelled with the level the pods meet (handlers.%s.launcher.namespace, podSecurity.enforce: %s), or on Kubernetes >= %s set podSecurity.mutate=true with the launched pods' podSecurity.podSelector. (jobhandlers check: JH047)" $role $l.podsMeet $l.enforce $why $role $l.podsMeet (include "jobhandlers.gate.version" (list $root "mutatingAdmissionPolicy"))) }}
+{{- end }}
+{{- else if or (not (kindIs "invalid" $raw.rules)) $raw.namespace (and (hasKey $ps "mutate") $ps.mutate) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s sets launcher.rules, launcher.namespace or launcher.podSecurity.mutate, but launcher.enabled is false: nothing is rendered for them. Fix: set handlers.%s.launcher.enabled=true, or remove them. (jobhandlers check: JH045)" $role $role) }}
 {{- end }}
 {{- end }}
