@@ -1,7 +1,7 @@
 """Jobs that outlive their handler (launcher mode, handlers.job.launcher): the job role runs
 each claimed job as a Kubernetes Job named `<prefix>-job-<id>` (`workload run-job <id>`),
-watches it and collects it; it never waits for a Job on SIGTERM. 21a: 8 jobs of 25 s run
-while the handler is rolled (`helm upgrade` changing its pod template) and its successor is
+watches it and collects it; it never waits for a Job on SIGTERM. One install: 8 jobs of 30 s
+run while the handler is rolled (a: `helm upgrade` changing its pod template) and its successor is
 SIGKILLed (b, force-deleted, grace 0): every job done once (one Kubernetes Job, one pod, one
 attempt per job id; 0 pod restarts), the old handler exits within a second of SIGTERM, the
 successors adopt the running Jobs and collect (delete) every one, 0 lost. (c) jobs that
