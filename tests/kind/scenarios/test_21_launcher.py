@@ -129,6 +129,13 @@ def test_21_launched_jobs_outlive_their_handlers(scenario: Scenario) -> None:
     assert all(len(created.get(i, ())) == 1 for i in ids), f"one Kubernetes Job per job id: {created}"
     assert all(len(pods.get(i, {})) == 1 for i in ids), f"one pod per job id: {pods.keys()}"
     assert ln.pod_restarts(pods) == 0
+    finished_by = dict(sc.pg.sql(sc.database, "SELECT id::text, finished_by FROM jobs WHERE id = ANY(ARRAY["
+                                 f"{','.join(map(str, ids))}]::bigint[])"))
+    assert all(finished_by[str(i)] in {q["metadata"]["name"] for q in pods[i].values()} for i in ids), \
+        f"each run recorded by its Job's pod: {finished_by}"
+    specs = [q["spec"] for by_uid in pods.values() for q in by_uid.values()]
+    assert all(sp.get("automountServiceAccountToken") is False and sp.get("restartPolicy") == "Never"
+               and not any("projected" in v for v in sp.get("volumes") or []) for sp in specs), "no API token in job pods"
     assert rolled["exit_code"] == 0 and rolled["in_flight"] == 0 and rolled["jobs_left_running"] >= 1, rolled
     assert rolled["sigterm_to_exit_s"] is not None and rolled["sigterm_to_exit_s"] < 1.0, rolled
     assert rolled["delete_to_exit_s"] is not None and rolled["delete_to_exit_s"] < grace / 2, (rolled, grace)
