@@ -1,7 +1,8 @@
 """Jobs that outlive their handler (launcher mode, handlers.job.launcher): the job role runs
 each claimed job as a Kubernetes Job named `<prefix>-job-<id>` (`workload run-job <id>`),
 watches it and collects it; it never waits for a Job on SIGTERM. One install: 8 jobs of 30 s
-run while the handler is rolled (a: `helm upgrade` changing its pod template) and its successor is
+(and one whose handler died between creating its Job and recording it, galaxy#6246: adopted,
+run once) run while the handler is rolled (a: `helm upgrade` changing its pod template) and its successor is
 SIGKILLed (b, force-deleted, grace 0): every job done once (one Kubernetes Job, one pod, one
 attempt per job id; 0 pod restarts), the old handler exits within a second of SIGTERM, the
 successors adopt the running Jobs and collect (delete) every one, 0 lost. (c) jobs that
@@ -26,11 +27,12 @@ JOBS = 8
 JOB_SECONDS = 30
 LATE_JOBS = 3
 LATE_SECONDS = 8
+SECRET = f"{RELEASE}-jobhandlers-database"
 
 
 def _values(roll: str = "0") -> dict:
-    env = ln.launch_env(f"{RELEASE}-jobhandlers-database", PREFIX, f"{WORKLOAD_IMAGE}:1",
-                        WORKLOAD_POLL_SECONDS="0.5", WORKLOAD_LEASE_SECONDS="10", WORKLOAD_CONCURRENCY=str(JOBS),
+    env = ln.launch_env(SECRET, PREFIX, f"{WORKLOAD_IMAGE}:1",
+                        WORKLOAD_POLL_SECONDS="0.5", WORKLOAD_LEASE_SECONDS="10", WORKLOAD_CONCURRENCY=str(JOBS + 1),
                         WORKLOAD_LAUNCH_SYNC_SECONDS="1", WORKLOAD_LAUNCH_DEADLINE_SLACK_SECONDS="60",
                         JH_ROLL=roll)
     return {"handlers": {"web": {"enabled": False},
@@ -42,6 +44,21 @@ def _submit(sc: Scenario, n: int, seconds: float) -> list[int]:
     rows = sc.pg.sql(sc.database, "INSERT INTO jobs (kind, duration) SELECT 'sleep', "
                      f"{float(seconds)} FROM generate_series(1, {int(n)}) RETURNING id")
     return sorted(int(r[0]) for r in rows)
+
+
+def _orphan(sc: Scenario, seconds: float) -> int:
+    """galaxy#6246's hole: a job claimed by a handler that created its Job and was SIGKILLed
+    before it recorded anything (the job still leased to it for 10 min)."""
+    rows = sc.pg.sql(sc.database, f"""
+        WITH j AS (INSERT INTO jobs (kind, duration, state, attempts, lease_owner, lease_expires, started_at)
+                   VALUES ('sleep', {float(seconds)}, 'running', 1, 'dead-handler:1', now() + interval '10 minutes',
+                           now()) RETURNING id),
+             a AS (INSERT INTO job_attempts (job_id, attempt, handler) SELECT id, 1, 'dead-handler:1' FROM j)
+        SELECT id FROM j""")
+    job_id = int(rows[0][0])
+    body = ln.launcher_manifest(sc.namespace, PREFIX, f"{WORKLOAD_IMAGE}:1", SECRET, job_id, 1, seconds, "dead-handler:1")
+    sc.kube.batch.create_namespaced_job(sc.namespace, body)
+    return job_id
 
 
 def _launched(sc: Scenario, ids: list[int]) -> bool:
@@ -92,9 +109,16 @@ def test_21_launched_jobs_outlive_their_handlers(scenario: Scenario) -> None:
     first = sc.handler_pods("job")[0]
     followers = [LogFollower(sc.kube, sc.namespace, first["metadata"]["name"], "job").start()]
 
+    with p.phase("a Job whose handler died before recording it (galaxy#6246): adopted, not rerun"):
+        orphan = _orphan(sc, JOB_SECONDS)
+        adopted = wait_until(lambda: next((e for e in followers[0].events() if e.get("event") == "adopted"
+                                           and e.get("job") == orphan), None), 30, "the orphaned Job adopted")
+        p.fact("orphan_adopted", {k: adopted.get(k) for k in ("job", "reason", "handed_over", "attempt")})
+        assert adopted["reason"] == "found at sync" and adopted["attempt"] == "1", adopted
     with p.phase(f"{JOBS} jobs of {JOB_SECONDS} s launched as Kubernetes Jobs"):
         ids = _submit(sc, JOBS, JOB_SECONDS)
         wait_until(lambda: _launched(sc, ids), 90, f"{JOBS} Jobs launched, pods running", interval=1)
+        ids = sorted([*ids, orphan])
 
     with p.phase("(a) roll the handler: helm upgrade changes its pod template"):
         sc.upgrade(_values(roll="1")).check("helm upgrade")
@@ -110,8 +134,8 @@ def test_21_launched_jobs_outlive_their_handlers(scenario: Scenario) -> None:
         rolled = _exit_report(sc, first["metadata"]["uid"], first["metadata"]["name"], followers[0])
         p.fact("rolled_handler_exit", rolled)
 
-    with p.phase(f"all {JOBS} jobs done and collected"):
-        wait_until(lambda: sc.db.report(ids)["done"] == JOBS, 120, f"{JOBS} jobs done", interval=1,
+    with p.phase(f"all {JOBS + 1} jobs done and collected"):
+        wait_until(lambda: sc.db.report(ids)["done"] == JOBS + 1, 120, f"{JOBS + 1} jobs done", interval=1,
                    describe=lambda: str(sc.db.report(ids)))
         wait_until(lambda: not _live_jobs(sc), 30, "every launched Job collected (deleted)", interval=1)
 
@@ -125,7 +149,7 @@ def test_21_launched_jobs_outlive_their_handlers(scenario: Scenario) -> None:
     p.fact("pods_per_id", sorted({len(pods.get(i, {})) for i in ids}))
     p.fact("collected_by", {f.pod: sum(1 for e in f.events() if e.get("event") == "collected") for f in followers})
     assert report["lost"] == 0 and report["reruns"] == 0 and report["duplicate_completions"] == 0, report
-    assert report["attempt_outcomes"] == {"done": JOBS}, report
+    assert report["attempt_outcomes"] == {"done": JOBS + 1}, report
     assert all(len(created.get(i, ())) == 1 for i in ids), f"one Kubernetes Job per job id: {created}"
     assert all(len(pods.get(i, {})) == 1 for i in ids), f"one pod per job id: {pods.keys()}"
     assert ln.pod_restarts(pods) == 0

@@ -48,3 +48,19 @@ def pod_restarts(pods: dict[int, dict[str, dict]]) -> int:
 
 def events(followers: list[LogFollower], name: str) -> list[dict]:
     return [e for f in followers for e in f.events() if e.get("event") == name]
+
+
+def launcher_manifest(namespace: str, prefix: str, image: str, secret: str, job_id: int, attempt: int,
+                      duration: float, launched_by: str) -> dict:
+    """The very Job the launcher would create (the workload's own `jobspec`, from tests/workload)."""
+    import sys
+
+    from .helm import ROOT
+
+    path = str(ROOT / "tests" / "workload")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    from workload.jobspec import LaunchSettings, job_manifest
+
+    env = {"WORKLOAD_LAUNCH_IMAGE": image, "WORKLOAD_LAUNCH_DB_SECRET": secret, "WORKLOAD_LAUNCH_PREFIX": prefix}
+    return job_manifest(LaunchSettings.from_env(env, 1, namespace), job_id, attempt, duration, launched_by)
