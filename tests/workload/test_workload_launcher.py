@@ -81,12 +81,19 @@ def test_each_job_runs_once_as_one_kubernetes_job(migrated: str, spawn: Callable
     h = spawn(migrated, "job", **env)
     wait_for(lambda: all_state(migrated, ids, "done"), 40, "6 jobs done")
     h.wait_event("collected", count=6, timeout=10)
+    [failing] = submit(migrated, 0.1, kind="fail")
+    wait_for(lambda: all_state(migrated, [failing], "failed"), 20, "the failing job failed")
+    bad = h.wait_event("collected", where=lambda e: e["job"] == failing)[0]
+    assert (bad["job_phase"], bad["state"], bad["failed_by_launcher"]) == ("failed", "failed", None), \
+        "run-job recorded the failure itself (exit 1: the Job failed)"
+    assert outcomes(migrated, [failing]) == {failing: ["failed"]}
+    ids.append(failing)
     assert fake.creates == {name(i): 1 for i in ids} and not fake.conflicts
     assert sorted(fake.deletes) == sorted((name(i), "Background") for i in ids), "collected Jobs are deleted"
-    assert outcomes(migrated, ids) == {i: ["done"] for i in ids}
+    assert outcomes(migrated, ids[:6]) == {i: ["done"] for i in ids[:6]}
     assert {r[1] for r in rows(migrated, ids).values()} == {1}
     assert {r[2] for r in rows(migrated, ids).values()} == {"job-pod"}, "completion recorded by the Job's pod"
-    assert len(h.named("launched")) == 6 and not h.named("adopted")
+    assert len(h.named("launched")) == 7 and not h.named("adopted")
     h.signal(signal.SIGTERM)
     assert h.wait(10) == 0
 
