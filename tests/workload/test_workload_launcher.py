@@ -225,6 +225,8 @@ def test_launcher_configuration_errors_exit_2(migrated: str, cli: Callable[..., 
     assert res.returncode == 2 and "WORKLOAD_LAUNCH_IMAGE is not set" in res.stderr
     res = cli(migrated, "job", **{**env, "WORKLOAD_KUBE_SA_DIR": "/nonexistent"})
     assert res.returncode == 2 and "no API token at /nonexistent/token" in res.stderr
+    res = cli(migrated, "job", "--launch", "job", **{**env, "WORKLOAD_LAUNCH": "", "WORKLOAD_LAUNCH_IMAGE": ""})
+    assert res.returncode == 2 and "WORKLOAD_LAUNCH_IMAGE is not set" in res.stderr, "--launch job = WORKLOAD_LAUNCH=job"
     res = cli(migrated, "job", **{**env, "WORKLOAD_LAUNCH": "pods"})
     assert res.returncode == 2 and "WORKLOAD_LAUNCH='pods'" in res.stderr
     res = cli(migrated, "job", **{**env, "WORKLOAD_LAUNCH_PREFIX": "Bad_Prefix"})
