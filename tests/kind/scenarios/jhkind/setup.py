@@ -104,7 +104,7 @@ def load_images(progress: Progress, name: str | None = None) -> list[str]:
     lock_path = Path(os.environ.get("JH_CACHE", "/var/cache/jobhandlers")) / "locks" / f"kind-load-{name}.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     if mirrored(nodes):
-        with progress.phase(f"registry.sh push {' '.join(IMAGES)} (the nodes pull them from it)"), \
+        with progress.phase(f"registry.sh push: {len(IMAGES)} images to the local registry the nodes pull from"), \
                 open(lock_path, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one pushes, the others find them there
             _run([str(REGISTRY_SCRIPT), "push", *IMAGES], "registry.sh push", timeout=1800)
