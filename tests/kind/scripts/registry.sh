@@ -23,8 +23,8 @@ port=${JH_REGISTRY_PORT:-5001}           # on the host's loopback, for docker pu
 network=${KIND_EXPERIMENTAL_DOCKER_NETWORK:-kind}
 storage=$JH_CACHE/registry
 bin=${JOBHANDLERS_REGISTRY:-$root/bin/registry}
-# a cache: past this size (GB) it is emptied when the container is (re)created
-max_gb=${JH_REGISTRY_MAX_GB:-30}
+# a cache: past this size (GB) it is emptied (by the next push or kind-up)
+max_gb=${JH_REGISTRY_MAX_GB:-10}
 push_host=127.0.0.1:$port
 
 registry_image() {
@@ -71,12 +71,15 @@ up() {
     [[ $old == "$image" ]] || docker rmi "$old" >/dev/null 2>&1 || true
     running=
   fi
+  mkdir -p "$storage"
+  if (( $(du -s --block-size=1G "$storage" | cut -f1) > max_gb )); then
+    # every rebuilt image adds its new layers and nothing collects the old ones
+    log "$storage is over $max_gb GB: emptying it (the images are pushed again)"
+    docker rm -f "$name" >/dev/null 2>&1 || true
+    find "$storage" -mindepth 1 -delete
+    running=
+  fi
   if [[ -z $running ]]; then
-    mkdir -p "$storage"
-    if (( $(du -s --block-size=1G "$storage" | cut -f1) > max_gb )); then
-      log "$storage is over $max_gb GB: emptying it (the images are pushed again)"
-      find "$storage" -mindepth 1 -delete
-    fi
     docker run -d --name "$name" --restart unless-stopped --network "$network" \
       -p "127.0.0.1:$port:5000" -v "$storage:/var/lib/registry" "$image" >/dev/null
     log "started $name ($image) on network $network, pushes to $push_host"
