@@ -30,7 +30,9 @@ docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for t
 kind-node-image: docker-up ## build the offline kind node image (cached by its inputs)
 	tests/kind/node/build-node.sh $(KIND_NODE_IMAGE) $(KIND_K8S)
 
-kind-up: $(KIND) docker-up ## create the kind cluster, wait for Ready; kubeconfig in $(KIND_KUBECONFIG)
+# the local registry's binary (tests/oci/oci.mk): kind-up starts the registry; in .ci/run it may
+# run before `make tools` has built it
+kind-up: $(KIND) docker-up $(if $(filter 1,$(KIND_REGISTRY)),$(BIN)/registry) ## create the kind cluster, wait for Ready; kubeconfig in $(KIND_KUBECONFIG)
 	$(KIND_ENV) tests/kind/scripts/kind-up.sh
 
 kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers remain (the local registry stays: other clusters may use it)
