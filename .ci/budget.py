@@ -56,15 +56,16 @@ def rows(stages: dict[str, tuple[float, int]], scenarios: dict | None = None) ->
     budget, then the scenarios over theirs; sorted over-budget first, by ratio."""
     out = []
     for name, (budget, kind) in BUDGETS.items():
-        actual = stages.get(name, (None, 0))[0]
-        out.append({"name": name, "kind": kind, "budget": budget, "actual": actual})
-    for name, (actual, _) in stages.items():
+        actual, rc = stages.get(name, (None, 0))
+        out.append({"name": name, "kind": kind, "budget": budget, "actual": actual, "exit": rc})
+    for name, (actual, rc) in stages.items():
         if name not in BUDGETS:  # a stage added without a budget: shown, so it gets one
-            out.append({"name": name, "kind": "report", "budget": None, "actual": actual})
+            out.append({"name": name, "kind": "report", "budget": None, "actual": actual, "exit": rc})
     for name, entry in (scenarios or {}).items():
         seconds = entry.get("seconds") if isinstance(entry, dict) else None
         if isinstance(seconds, (int, float)) and seconds > SCENARIO_BUDGET:
-            out.append({"name": f"scenario {name}", "kind": "report", "budget": SCENARIO_BUDGET, "actual": seconds})
+            out.append({"name": f"scenario {name}", "kind": "report", "budget": SCENARIO_BUDGET, "actual": seconds,
+                        "exit": 0 if entry.get("passed", True) else 1})
     for r in out:
         r["ratio"] = r["actual"] / r["budget"] if r["actual"] is not None and r["budget"] else None
         r["fail"] = r["kind"] == "check" and r["ratio"] is not None and r["ratio"] > FAIL_RATIO
@@ -87,6 +88,8 @@ def table(rs: list[dict]) -> str:
             verdict = f"over by {r['actual'] - r['budget']:.0f} s"
         else:
             verdict = f"under by {r['budget'] - r['actual']:.0f} s"
+        if r["exit"]:
+            verdict += f" (the stage failed, exit {r['exit']})"
         lines.append(f"{r['name'][:40]:<40} {r['kind']:<6} {budget:>7} {actual:>7} {ratio:>6}  {verdict}")
     return "\n".join(lines)
 

@@ -59,3 +59,10 @@ def test_unbudgeted_stage_and_slow_scenarios_are_shown(tmp_path, capsys):
 
 def test_a_stage_run_twice_keeps_its_last_time():
     assert budget.read_stages("kind-up 30 0\nkind-up 12 0\nbroken line\n") == {"kind-up": (12.0, 0)}
+
+
+def test_a_failed_stage_says_so(tmp_path, capsys):
+    path = tmp_path / "stages"
+    path.write_text("kind-up 11 2\n")
+    assert budget.main(["budget.py", str(path)]) == 0  # the run fails on the stage itself, not on time
+    assert "the stage failed, exit 2" in capsys.readouterr().out
