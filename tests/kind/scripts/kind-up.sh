@@ -4,7 +4,9 @@
 # built locally (build-node.sh), the default CNI is replaced by a static ptp
 # conflist per node plus routes between nodes. Online path: kind's stock image.
 # Env: KIND (kind binary), KIND_CLUSTER_NAME, KIND_WORKERS (default 2; 0 = one node),
-#      KIND_NODE_IMAGE, KIND_OFFLINE, KIND_KUBECONFIG, KIND_READY_TIMEOUT (s).
+#      KIND_NODE_IMAGE, KIND_OFFLINE, KIND_KUBECONFIG, KIND_READY_TIMEOUT (s),
+#      KIND_REGISTRY (default 1: the nodes pull docker.io images from the local registry,
+#      registry.sh; 0: they get them by `kind load`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kind_dir=$(cd "$here/.." && pwd)
@@ -16,6 +18,8 @@ kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v${KIND_K8S:-1.37}}
 timeout=${KIND_READY_TIMEOUT:-300}
 pod_subnet=10.244.0.0/16
+use_registry=${KIND_REGISTRY:-1}
+[[ $use_registry == 0 || $use_registry == 1 ]] || die "KIND_REGISTRY=$use_registry: use 1 (local registry) or 0 (kind load)"
 [[ $workers =~ ^[0-9]+$ ]] || die "KIND_WORKERS=$workers must be a number"
 command -v "$KIND" >/dev/null || die "kind binary '$KIND' not found (run: make tools)"
 t0=$SECONDS
@@ -106,6 +110,15 @@ else
       echo "  kind: KubeletConfiguration"
       echo "  failCgroupV1: false"
     fi
+    # containerd reads /etc/containerd/certs.d/<host>/hosts.toml on every pull (registry.sh
+    # hosts writes docker.io's below). The same version 2 key in containerd 1.6 and 2.x (2.x
+    # migrates it in memory); kind merges it into the node's config.toml and restarts containerd.
+    if [[ $use_registry == 1 ]]; then
+      echo "containerdConfigPatches:"
+      echo "- |-"
+      echo "  [plugins.\"io.containerd.grpc.v1.cri\".registry]"
+      echo "    config_path = \"/etc/containerd/certs.d\""
+    fi
     echo "nodes:"
     for ((i = 0; i <= workers; i++)); do
       if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
@@ -148,6 +161,20 @@ if [[ $offline == 1 ]]; then
     done
   done
   log "static CNI installed on: ${nodes//$'\n'/ }"
+fi
+
+# the local registry as docker.io's mirror, on nodes whose containerd reads certs.d (a cluster
+# created with KIND_REGISTRY=0, or before the registry, gets its images by `kind load`)
+if [[ $use_registry == 1 ]]; then
+  mirrored=()
+  for n in $nodes; do
+    if docker exec "$n" grep -q '^ *config_path = "/etc/containerd/certs.d"' /etc/containerd/config.toml; then mirrored+=("$n"); fi
+  done
+  if ((${#mirrored[@]})); then
+    "$here/registry.sh" up
+    "$here/registry.sh" hosts "${mirrored[@]}"
+    log "local registry mirrors docker.io on: ${mirrored[*]}"
+  fi
 fi
 
 log "waiting up to ${timeout}s for nodes Ready"
