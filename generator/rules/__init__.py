@@ -1,6 +1,6 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
-One module per concern (grace, probes, migration, pod, networkpolicy, launcher); this one is the
+One module per concern (grace, probes, migration, pod, env, networkpolicy, launcher); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from .probes import _jh002_all, _jh007, _jh008, _jh013, _jh014, _jh015
 from .migration import _jh003, _jh004, _jh005, _jh006, _jh016, _jh022, _jh030, _jh035, _jh036, _jh037, _jh038
 from .pod import _jh009, _jh010, _jh017, _jh018, _jh023, _jh024, _jh025, _jh026, _jh028, _jh031, _jh032, _restricted_problems  # noqa: F401 (tests import it from here)
 from .launcher import _jh044, _jh045, _jh046, _jh047, _jh048, _jh049
-from .networkpolicy import _jh041, _jh042, _jh043
+from .networkpolicy import _jh041, _jh042, _jh043, _jh051
+from .env import _jh050
 
 
 # Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
@@ -72,6 +73,8 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH047": _jh047,
     "JH048": _jh048,
     "JH049": _jh049,
+    "JH050": _jh050,
+    "JH051": _jh051,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])
