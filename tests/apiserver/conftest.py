@@ -7,9 +7,14 @@ directory removed, at the end of the session.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+# the parity property draws values as tests/unit's does (fuzz_support, schema_values)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 
 from kubeapi import ApiServer, ApiServerError, missing_binaries, BUILD_HINT
 
