@@ -1,6 +1,6 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
-One module per concern (grace, probes, migration, pod, env, networkpolicy, launcher); this one is the
+One module per concern (grace, probes, migration, pod, env, resources, networkpolicy, launcher); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .pod import _jh009, _jh010, _jh017, _jh018, _jh023, _jh024, _jh025, _jh026,
 from .launcher import _jh044, _jh045, _jh046, _jh047, _jh048, _jh049
 from .networkpolicy import _jh041, _jh042, _jh043, _jh051
 from .env import _jh050
+from .resources import _jh052
 
 
 # Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
@@ -75,6 +76,7 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH049": _jh049,
     "JH050": _jh050,
     "JH051": _jh051,
+    "JH052": _jh052,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

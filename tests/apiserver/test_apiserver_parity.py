@@ -113,14 +113,14 @@ def test_the_relaxed_env_name_is_accepted_on_1_37(api: ApiServer) -> None:
         assert assert_api_parity(api, _write(tmp, {"env": [{"name": "1BAD NAME", "value": "x"}]}))
 
 
-@settings(max_examples=scaled(6), deadline=None)
+@settings(max_examples=scaled(4), deadline=None)
 @given(lifecycle_mutations())
 def test_check_refuses_exactly_what_the_api_server_refuses(api: ApiServer, case: tuple[str, dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory(prefix="jh-api-") as tmp:
         event("accepted" if assert_api_parity(api, _write(tmp, case[1])) else "both refuse")
 
 
-@settings(max_examples=scaled(6), deadline=None)
+@settings(max_examples=scaled(4), deadline=None)
 @given(schema_values())
 def test_check_refuses_exactly_what_the_api_server_refuses_schema_values(api: ApiServer, values: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory(prefix="jh-api-") as tmp:
