@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import ssl
 import subprocess
@@ -176,7 +175,3 @@ class ApiServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-
-def remove(workdir: Path) -> None:
-    """Delete a stopped server's directory."""
-    shutil.rmtree(workdir, ignore_errors=True)
