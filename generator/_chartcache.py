@@ -2,7 +2,7 @@
 values.schema.json and lifecycle.yaml (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:d12a9feb-27737:5580e681-103846:bd37a097-25837'
+CHART_KEY = 'crc32:d12a9feb-27737:2b134ef5-103819:bd37a097-25837'
 DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain'], 'postMigrate': None}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}, 'postDeploy': {'hookWeight': 5, 'gitOps': None, 'env': [], 'waitForRollout': {'timeoutSeconds': None, 'intervalSeconds': 2, 'image': None, 'command': None}}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': [], 'apiServer': {'to': [], 'ports': [{'port': 443, 'protocol': 'TCP'}, {'port': 6443, 'protocol': 'TCP'}]}}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}}}}
 LIFECYCLE = {'kubeVersions': {'default': '1.37', 'matrix': ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']}, 'gates': {'seccompField': {'minKubeVersion': '1.19', 'stage': 'GA', 'below': 'the seccompProfile field is unknown; the pod gets the seccomp annotation instead'}, 'spread': {'minKubeVersion': '1.18', 'featureGate': 'EvenPodsSpread', 'kep': 'KEP-895', 'stage': 'beta, on by default', 'below': 'topologySpreadConstraints are dropped by the API server; not rendered'}, 'pdbPolicyV1': {'minKubeVersion': '1.21', 'stage': 'GA (policy/v1)', 'below': 'policy/v1beta1'}, 'namespaceNameLabel': {'minKubeVersion': '1.21', 'featureGate': 'NamespaceDefaultLabelName', 'kep': 'KEP-2161', 'stage': 'beta, on by default (GA 1.22)', 'below': 'namespaces have no kubernetes.io/metadata.name label; the default DNS peer of networkPolicy selects the kube-dns pods of any namespace'}, 'projectedServiceAccountToken': {'minKubeVersion': '1.21', 'featureGate': 'RootCAConfigMap', 'kep': 'KEP-1205', 'stage': 'GA (TokenRequestProjection GA 1.20, the kube-root-ca.crt ConfigMap GA 1.21)', 'below': "the post-deploy Job's ServiceAccount token is automounted into every container of its pod (JH038)"}, 'grpcProbe': {'minKubeVersion': '1.24', 'featureGate': 'GRPCContainerProbe', 'kep': 'KEP-2727', 'stage': 'beta, on by default (GA 1.27)', 'below': 'the API server drops the grpc handler and the container has no probe; the chart refuses it (JH015)'}, 'probeGrace': {'minKubeVersion': '1.25', 'featureGate': 'ProbeTerminationGracePeriod', 'kep': 'KEP-2238', 'stage': 'beta, on by default (GA 1.28)', 'below': 'the probe-level terminationGracePeriodSeconds is dropped; not rendered (JH008)'}, 'spreadMatchLabelKeys': {'minKubeVersion': '1.27', 'featureGate': 'MatchLabelKeysInPodTopologySpread', 'kep': 'KEP-3243', 'stage': 'beta, on by default', 'below': "each rollout's pods are spread together with the old ones; not rendered"}, 'pdbUnhealthyPodEvictionPolicy': {'minKubeVersion': '1.27', 'featureGate': 'PDBUnhealthyPodEvictionPolicy', 'kep': 'KEP-3017', 'stage': 'beta, on by default (GA 1.31)', 'below': 'not rendered; drains wait on not-Ready pods (JH029)'}, 'podIndexLabel': {'minKubeVersion': '1.28', 'featureGate': 'PodIndexLabel', 'kep': 'KEP-4017', 'stage': 'beta, on by default (GA 1.32)', 'below': 'no apps.kubernetes.io/pod-index label, so no JOBHANDLERS_ORDINAL (JH025)'}, 'nativeSidecars': {'minKubeVersion': '1.29', 'featureGate': 'SidecarContainers', 'kep': 'KEP-753', 'stage': 'beta, on by default (GA 1.33)', 'below': 'sidecars are regular containers; refused in the migration Job (JH016), late in handlers (JH017)'}, 'jobPodReplacementPolicy': {'minKubeVersion': '1.29', 'featureGate': 'JobPodReplacementPolicy', 'kep': 'KEP-3939', 'stage': 'beta, on by default (GA 1.34)', 'below': 'not rendered; a replacement migrate pod may start while the old one terminates (JH030)'}, 'nativeSleep': {'minKubeVersion': '1.30', 'featureGate': 'PodLifecycleSleepAction', 'kep': 'KEP-3960', 'stage': 'beta, on by default (GA 1.34)', 'below': 'the preStop is exec sleep (needs sleep in the image); a user sleep action is refused (JH031)'}, 'sleepZero': {'minKubeVersion': '1.33', 'featureGate': 'PodLifecycleSleepActionAllowZero', 'kep': 'KEP-4818', 'stage': 'beta, on by default (GA 1.34)', 'below': 'a 0-second sleep action is rejected by the API server (JH031)'}, 'relaxedEnvVarNames': {'minKubeVersion': '1.32', 'featureGate': 'RelaxedEnvironmentVariableValidation', 'kep': 'KEP-4369', 'stage': 'beta, on by default (GA 1.34)', 'below': "env names and envFrom prefixes must be C-identifier-like (letters, digits, '_', '-', '.'; no leading digit); refused (JH050)"}, 'stopSignal': {'minKubeVersion': '1.33', 'featureGate': 'ContainerStopSignals', 'kep': 'KEP-4960', 'stage': 'alpha, off by default (drain.stopSignalFeatureGate declares it on)', 'below': "the kubelet sends the image's STOPSIGNAL; refused (JH019)"}, 'statefulSetMaxUnavailable': {'minKubeVersion': '1.37', 'featureGate': 'MaxUnavailableStatefulSet', 'kep': 'KEP-961', 'stage': 'beta, on by default (alpha 1.24, beta off by default 1.35)', 'below': 'rollingUpdate.maxUnavailable is dropped and the StatefulSet rolls one pod at a time (JH024)'}, 'mutatingAdmissionPolicy': {'minKubeVersion': '1.36', 'featureGate': 'MutatingAdmissionPolicy', 'kep': 'KEP-3962', 'stage': 'GA (admissionregistration.k8s.io/v1; alpha 1.32, beta off by default 1.34)', 'below': "no MutatingAdmissionPolicy; launched pods must meet the namespace's Pod Security level by themselves (JH047)"}}, 'probe': {'kinds': ['readiness', 'liveness', 'startup'], 'handlerKinds': ['exec', 'httpGet', 'tcpSocket', 'grpc', 'heartbeat'], 'defaults': {'periodSeconds': 10, 'failureThreshold': 3, 'timeoutSeconds': 1, 'successThreshold': 1, 'initialDelaySeconds': 0}}, 'drain': {'modes': ['marker', 'signal', 'command', 'none'], 'fallback': {'mode': 'marker', 'signal': 'TSTP', 'preStopSeconds': 10, 'nativeSleep': True, 'waitForExit': False}}, 'workloadKinds': ['Deployment', 'StatefulSet'], 'launcher': {'tokenExpirationSeconds': 3607, 'tokenPath': '/var/run/secrets/kubernetes.io/serviceaccount', 'defaultRules': [{'apiGroups': ['batch'], 'resources': ['jobs'], 'verbs': ['create', 'get', 'list', 'watch', 'patch', 'delete']}, {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get', 'list', 'watch']}, {'apiGroups': [''], 'resources': ['pods/log'], 'verbs': ['get']}], 'levels': ['privileged', 'baseline', 'restricted']}, 'rules': {'JH001': {'severity': 'error', 'chart': True, 'title': 'grace period below the computed drain time', 'when': 'explicit `handlers.<role>.terminationGracePeriodSeconds` < ceil(maxJobRuntimeSeconds × runtimeMultiplier) + bufferSeconds + preStopSeconds', 'fix': 'Remove it (the chart computes it) or raise it to the computed value'}, 'JH002': {'severity': 'error', 'chart': False, 'title': 'probe windows too close', 'when': '`liveness.maxAgeSeconds` < 3 × `readiness.maxAgeSeconds`, or `readiness.maxAgeSeconds` < 3 × `heartbeat.intervalSeconds`; for probes set per role (any handler), the liveness window (periodSeconds × failureThreshold, + maxAge for heartbeats) < 3 × the readiness window', 'fix': 'Widen the larger window to ≥ 3× the smaller one'}, 'JH003': {'severity': 'error', 'chart': False, 'title': 'handlers stop waiting before the migration may end', 'when': '`waitForMigrations.timeoutSeconds` < `migration.activeDeadlineSeconds` + `migration.waitForDatabase.timeoutSeconds` (handlers would give up while the migration may still legitimately run)', 'fix': 'Raise `waitForMigrations.timeoutSeconds` to at least the sum'}, 'JH004': {'severity': 'error', 'chart': True, 'title': 'hook mode with a database the release creates', 'when': 'hook mode with `database.createdByRelease: true` (a pre-install hook cannot reach a database the release creates)', 'fix': 'Create the database outside the release, or `migration.useHelmHooks: false`'}, 'JH005': {'severity': 'error', 'chart': True, 'title': 'hook mode with a Secret that is not a hook', 'when': 'hook mode, no `database.existingSecret`, `database.secretIsHook: false` (the hook pod waits for a Secret helm creates after the hooks)', 'fix': 'Keep `secretIsHook: true` (default) or use `existingSecret`'}, 'JH006': {'severity': 'error', 'chart': False, 'title': 'plain migration Job with a fixed name', 'when': '`migration.useHelmHooks: false` with `migration.jobNameSuffix` ≠ `hash` (an immutable Job template breaks every upgrade)', 'fix': '`jobNameSuffix: hash`'}, 'JH007': {'severity': 'error', 'chart': True, 'title': 'startupProbe forced without the feature gate', 'when': '`startupProbe.force` below `startupProbe.minKubeVersion` (vs `--kube-version`) without `startupProbe.featureGateEnabled` (the API server silently drops the probe)', 'fix': 'Enable and declare the feature gate, or drop `force`'}, 'JH008': {'severity': 'error', 'chart': False, 'title': 'probe-level grace below Kubernetes 1.25', 'when': 'the file sets `liveness.terminationGracePeriodSeconds` and `--kube-version` < 1.25 (the field is dropped there)', 'fix': 'Target ≥ 1.25 or set it to `null`'}, 'JH009': {'severity': 'error', 'chart': False, 'title': 'image tag latest or unset', 'when': '`image.tag` empty, null or `latest`', 'fix': 'Pin a release tag'}, 'JH010': {'severity': 'warning', 'chart': False, 'title': 'job handler without resource requests', 'when': 'an enabled role without a port (a job handler) without `resources.requests`', 'fix': 'Set cpu and memory requests'}, 'JH011': {'severity': 'error', 'chart': False, 'title': 'probe-level grace used up by the preStop sleep', 'when': 'on ≥ 1.25, `liveness.terminationGracePeriodSeconds` ≤ `drain.preStopSeconds` (a liveness restart runs preStop first; its sleep uses the whole probe grace and the wedged handler is SIGKILLed before SIGTERM — seen in kind scenario 3c)', 'fix': 'Set it to at least `preStopSeconds + 5`'}, 'JH012': {'severity': 'warning', 'chart': False, 'title': 'no time left to requeue after the drain deadline', 'when': "`drain.bufferSeconds` < 4: `DRAIN_DEADLINE_SECONDS` (grace − preStop − buffer/2) leaves under 2 s before SIGKILL to hand unfinished jobs back (seen in the kind benchmark's naive variant: SIGKILL, jobs rerun only after lease expiry)", 'fix': 'Set `drain.bufferSeconds` to at least 4'}, 'JH013': {'severity': 'warning', 'chart': False, 'title': 'exec probe timeout unrealistic for its command', 'when': "an exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with `timeoutSeconds` < 5, or an exec probe's timeout is not below its period", 'fix': '`timeoutSeconds` ≥ 5, period above the timeout'}, 'JH014': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in a probe command', 'when': "an exec probe's command contains `$(VAR)`: Kubernetes expands it only in container command/args, the probe gets it literally", 'fix': '`["sh", "-c", "… $VAR …"]`'}, 'JH015': {'severity': 'error', 'chart': True, 'title': 'grpc probe below Kubernetes 1.24', 'when': 'a `grpc` probe with `--kube-version` < 1.24 (the API server drops it)', 'fix': 'HttpGet/tcpSocket/exec, or ≥ 1.24'}, 'JH016': {'severity': 'error', 'chart': True, 'title': 'sidecar in the migration Job without native sidecars', 'when': 'sidecars in the migration Job (`migration: true`, `migration.sidecars`) below 1.29: a regular sidecar keeps the Job from completing', 'fix': '≥ 1.29, or no sidecar in the Job'}, 'JH017': {'severity': 'warning', 'chart': False, 'title': 'sidecars start after wait-for-migrations below 1.29', 'when': 'sidecars below 1.29: regular containers start after `wait-for-migrations` (a proxy cannot serve the wait) and stop with the handler', 'fix': 'Reach the database directly, or ≥ 1.29'}, 'JH018': {'severity': 'warning', 'chart': False, 'title': 'security context leaves Pod Security restricted', 'when': "a role's merged security contexts leave Pod Security `restricted`", 'fix': 'Keep the defaults, or label the namespace'}, 'JH019': {'severity': 'error', 'chart': True, 'title': 'stopSignal where the cluster cannot honour it', 'when': '`drain.stopSignal` below 1.33 or without `drain.stopSignalFeatureGate`', 'fix': '`drain.mode: signal`, `STOPSIGNAL` in the image, or declare the gate'}, 'JH020': {'severity': 'error', 'chart': True, 'title': 'drain adapter without what it needs', 'when': '`drain.mode: marker` for a role without a command, or `mode: command` without `drain.command`', 'fix': 'Set the command, or pick the mode the app supports'}, 'JH021': {'severity': 'warning', 'chart': False, 'title': 'grace beyond what the platform honours', 'when': "with `--platform NAME[=SECONDS]` (repeatable) or the values key `platforms`: a role's grace exceeds what that platform honours — `cluster-autoscaler` 600 s (`--max-graceful-termination-sec`), `gke-upgrade` 3600 s, `eks-upgrade` 900 s, `aks-upgrade` 1800 s (`drainTimeoutInMinutes`), `karpenter=SECONDS` (NodePool `terminationGracePeriod`), `aws-spot` 120 s, `gcp-spot` 15 s, `azure-spot` 30 s (sources in `generator/platforms.py`)", 'fix': '`handlers.<role>.safeToEvict: false` (autoscaler, Karpenter), shorter or checkpointed jobs, or a raised limit'}, 'JH022': {'severity': 'error', 'chart': True, 'title': 'rollback downgrade that cannot run', 'when': '`migration.onRollback: downgrade` without `commands.downgrade`, or without helm hooks', 'fix': 'Set the command and keep hook mode, or `onRollback: none`'}, 'JH023': {'severity': 'error', 'chart': True, 'title': 'workload-kind keys that do not combine', 'when': 'workload-kind keys that do not combine: `podManagementPolicy` / `updateStrategy` on a Deployment role, or `strategy` set on a `kind: StatefulSet` role (a StatefulSet never surges a second pod with one identity)', 'fix': "`kind: StatefulSet`, or the keys of the role's kind"}, 'JH024': {'severity': 'warning', 'chart': False, 'title': 'StatefulSet maxUnavailable the cluster drops', 'when': '`updateStrategy.rollingUpdate.maxUnavailable` on a StatefulSet role below 1.37 (MaxUnavailableStatefulSet off by default: the field is dropped, one pod at a time)', 'fix': 'Expect replicas × the drain time per rollout, or target ≥ 1.37'}, 'JH025': {'severity': 'error', 'chart': True, 'title': 'identity variables where the chart does not render them', 'when': "`$(JOBHANDLERS_POD_NAME)` / `$(JOBHANDLERS_ORDINAL)` in a role's command, args or env where the chart does not render them (not a StatefulSet; the ordinal below 1.28)", 'fix': '`kind: StatefulSet`; below 1.28 use `$(JOBHANDLERS_POD_NAME)`'}, 'JH026': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in env that a container does not define', 'when': "an env value (chart-wide `env`, `handlers.<role>.env`, `migration.env`, or an extra init container's or sidecar's own) refers to `$(NAME)` that a container it is copied into does not define above it — the chart's variables per container (below) plus the entries above it; with `envFrom`, only the chart's own names are judged; service-link names are skipped. Kubernetes leaves it literal there (seen live: a worker's settings opened `…/$(JOBHANDLERS_STATE_DIR)/worker-heartbeat.log`)", 'fix': 'Define the name above it, move the entry to `handlers.<role>.env` (role variables), or escape it as `$$(NAME)`'}, 'JH028': {'severity': 'error', 'chart': True, 'title': 'image.tag is not a tag', 'when': '`image.tag` holds a digest (`1@sha256:…`) or characters a tag cannot have (the tag is also the `app.kubernetes.io/version` label)', 'fix': 'Move the digest to `image.digest`; keep the tag a plain tag'}, 'JH029': {'severity': 'warning', 'chart': False, 'title': 'unhealthyPodEvictionPolicy below Kubernetes 1.27', 'when': 'the file sets `pdb.unhealthyPodEvictionPolicy` or `handlers.<role>.pdb.unhealthyPodEvictionPolicy` to `AlwaysAllow` and `--kube-version` < 1.27 (not rendered there: a drain hangs on a role whose pods run but are not Ready)', 'fix': '≥ 1.27, or undrain the role before draining nodes'}, 'JH030': {'severity': 'warning', 'chart': False, 'title': 'migration podReplacementPolicy below Kubernetes 1.29', 'when': 'the file sets `migration.podReplacementPolicy: Failed` and `--kube-version` < 1.29 (not rendered there: a replacement migrate pod may start while the previous one terminates)', 'fix': 'Keep `commands.migrate` safe when two run at once, or ≥ 1.29'}, 'JH031': {'severity': 'error', 'chart': True, 'title': 'sleep action the cluster rejects in a user container', 'when': 'a sidecar or extra init container (chart-wide, role, migration) has a lifecycle `sleep` action below 1.30, or a 0-second one below 1.33 (the API server rejects the pod)', 'fix': 'Drop a 0-second hook, `exec` sleep below 1.30, or a newer Kubernetes'}, 'JH032': {'severity': 'error', 'chart': False, 'title': 'resource requests above limits', 'when': "a chart-owned container's requests exceed its limits (its own `resources`, else `defaultResources`; e.g. the chart's default request merged with your lower limit)", 'fix': 'Set the request too (at most the limit), or null it'}, 'JH035': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase without acceptAhead', 'when': '`commands.postMigrate` (pre- and post-deploy migrations) with `waitForMigrations.acceptAhead: false`: between the phases the schema is ahead of the previous image, whose pods must keep running and may restart', 'fix': 'Set `waitForMigrations.acceptAhead: true` (one release before the first split upgrade too); keep pre-deploy migrations expand-only'}, 'JH036': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase in GitOps mode without guidance', 'when': '`commands.postMigrate` with `migration.useHelmHooks: false` and no `migration.postDeploy.gitOps` (`argocd`: a PostSync hook; `plain`: a Job that waits by itself)', 'fix': 'Set `migration.postDeploy.gitOps`, or use hook mode (a Flux HelmRelease runs helm hooks)'}, 'JH037': {'severity': 'error', 'chart': True, 'title': 'post-deploy wait shorter than the longest drain', 'when': '`migration.postDeploy.waitForRollout.timeoutSeconds` below the longest role grace: the Job gives up while old pods legitimately drain, and the contract migration never runs', 'fix': 'Remove it (default, the longest grace + `waitForMigrations.timeoutSeconds`) or raise it'}, 'JH038': {'severity': 'warning', 'chart': False, 'title': 'post-deploy API token automounted below Kubernetes 1.21', 'when': '`commands.postMigrate` with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the post-deploy pod automounts its ServiceAccount token into every container', 'fix': 'Accept it (the Role allows `list` on pods only) or target Kubernetes >= 1.21'}, 'JH041': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without database egress', 'when': '`networkPolicy.enabled` and neither `networkPolicy.database.to` nor `networkPolicy.extraEgress` is given: the handlers, wait-for-migrations, the migration Job and the helm test could not reach the database', 'fix': "Set `networkPolicy.database.to` to the database's peers (an `ipBlock.cidr` for a database outside the cluster, or a `podSelector`/`namespaceSelector`), or give `networkPolicy.extraEgress` rules that reach it"}, 'JH042': {'severity': 'warning', 'chart': False, 'title': 'NetworkPolicy without DNS for a database host name', 'when': '`networkPolicy.enabled`, `networkPolicy.dns.enabled: false`, no `networkPolicy.extraEgress`, and `database.host` is a name, not an IP address: no chart pod can resolve it', 'fix': 'Keep `networkPolicy.dns.enabled: true` (set `networkPolicy.dns.to` for NodeLocal DNSCache or another resolver), or give an IP address or `extraEgress` to your resolver'}, 'JH043': {'severity': 'warning', 'chart': False, 'title': 'role port that no pod may reach under the NetworkPolicy', 'when': "`networkPolicy.enabled`, a role has a port, `networkPolicy.allowRelease: false`, and no `ingress.from` or `extraIngress` (chart-wide or the role's) lets anything in: its Service answers nobody, and `helm test` fails", 'fix': "Give the role's clients in `networkPolicy.ingress.from` / `handlers.<role>.networkPolicy.ingress.from`, or keep `networkPolicy.allowRelease: true`"}, 'JH044': {'severity': 'error', 'chart': True, 'title': 'launching role without RBAC rules', 'when': '`handlers.<role>.launcher.enabled` with `launcher.rules: []`: the role gets an API token that may do nothing, and every launch fails with 403', 'fix': 'Remove `rules` (null: the launcher default, batch Jobs and pods) or list the PolicyRules the app needs'}, 'JH045': {'severity': 'error', 'chart': True, 'title': 'launcher settings on a role that does not launch', 'when': '`handlers.<role>.launcher.rules`, `namespace` or `podSecurity.mutate` set while `launcher.enabled` is false: nothing is rendered for them', 'fix': 'Set `launcher.enabled: true`, or remove them'}, 'JH046': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without API server egress for a launching role', 'when': "`networkPolicy.enabled`, a launching role, and neither `networkPolicy.apiServer.to` nor `networkPolicy.extraEgress` nor the role's `networkPolicy.extraEgress`: the policy denies every call to the API server, so nothing is launched or adopted", 'fix': "Set `networkPolicy.apiServer.to` to the API server's endpoint addresses (`kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes`), and `ports` to their port"}, 'JH047': {'severity': 'error', 'chart': True, 'title': "launched pods that the namespace's Pod Security refuses", 'when': '`launcher.podSecurity.podsMeet` is below `launcher.podSecurity.enforce` and no MutatingAdmissionPolicy lifts them (`mutate: true` only lifts to restricted, from Kubernetes 1.36, with a `podSelector`): the Job controller cannot create the pods and every launched job fails', 'fix': "Launch into a namespace labelled with the level the pods meet (`launcher.namespace`, `enforce: baseline`), or on ≥ 1.36 `podSecurity.mutate: true` with the launched pods' `podSelector`"}, 'JH048': {'severity': 'warning', 'chart': False, 'title': "launching role's grace sized for the launched work", 'when': "`handlers.<role>.maxJobRuntimeSeconds` ≥ `launcher.maxJobRuntimeSeconds`: the launched jobs run outside the pod and outlive it, so the grace only has to cover the launcher's own shutdown (its longest in-pod step: a launch, collecting outputs); a grace sized for the jobs holds rollouts, drains and autoscalers for nothing", 'fix': "Set `handlers.<role>.maxJobRuntimeSeconds` to the launcher's longest in-pod step (seconds to a few minutes)"}, 'JH049': {'severity': 'warning', 'chart': False, 'title': 'launcher API token automounted below Kubernetes 1.21', 'when': "a launching role with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the ServiceAccount token is automounted into every container of the role's pods, init containers and sidecars included", 'fix': "Accept it (the Role's rules bound what it may do) or target Kubernetes ≥ 1.21"}, 'JH050': {'severity': 'error', 'chart': True, 'title': 'environment variable name the API server refuses', 'when': "an `env[].name` or `envFrom[].prefix` (chart-wide, a role's, the migration's, or in a sidecar or init container) the target version's API server refuses: below Kubernetes 1.32 anything but letters, digits, `_`, `-` and `.` with no leading digit (or `.`, `..`, `..`-prefixed); from 1.32 (RelaxedEnvironmentVariableValidation, KEP-4369) `=` or a character outside printable ASCII", 'fix': 'Rename it to letters, digits and `_` (valid on every version)'}, 'JH051': {'severity': 'error', 'chart': False, 'title': 'NetworkPolicy ipBlock the API server refuses', 'when': "an `ipBlock` in a NetworkPolicy peer list (`networkPolicy.database.to`, `dns.to`, `apiServer.to`, `ingress.from`, `extraEgress`, `extraIngress`, or a role's) whose `cidr` is not a CIDR (address/prefix) or has an `except` entry that is not a strict subset of it; from Kubernetes 1.36 (StrictIPCIDRValidation, KEP-4858) also one with bits set beyond its prefix length, leading zeros or an IPv4-mapped IPv6 address", 'fix': 'Give the network address with its prefix, e.g. `10.0.0.0/24` or `10.0.0.5/32`, and `except` entries inside it'}, 'JH052': {'severity': 'error', 'chart': False, 'title': 'extended resource without an equal limit', 'when': "a resources block (`defaultResources`, a role's, `waitForMigrations`, `migration`, `helmTest`) requests an extended resource (e.g. `nvidia.com/gpu`) without a limit equal to the request: the API server refuses the container", 'fix': 'Give the extended resource the same request and limit'}}}
 
@@ -3522,26 +3522,13 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                 if "maxJobRuntimeSeconds" in data__launcher_keys:
                     data__launcher_keys.remove("maxJobRuntimeSeconds")
                     data__launcher__maxJobRuntimeSeconds = data__launcher["maxJobRuntimeSeconds"]
-                    data__launcher__maxJobRuntimeSeconds_any_of_count29 = 0
-                    if not data__launcher__maxJobRuntimeSeconds_any_of_count29:
-                        try:
-                            if not isinstance(data__launcher__maxJobRuntimeSeconds, (int)) and not (isinstance(data__launcher__maxJobRuntimeSeconds, float) and data__launcher__maxJobRuntimeSeconds.is_integer()) or isinstance(data__launcher__maxJobRuntimeSeconds, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be integer")
-                            if isinstance(data__launcher__maxJobRuntimeSeconds, (int, float, Decimal)):
-                                if data__launcher__maxJobRuntimeSeconds < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be bigger than or equal to 1")
-                                if data__launcher__maxJobRuntimeSeconds > 2147483647:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be smaller than or equal to 2147483647")
-                            data__launcher__maxJobRuntimeSeconds_any_of_count29 += 1
-                        except JsonSchemaValueException: pass
-                    if not data__launcher__maxJobRuntimeSeconds_any_of_count29:
-                        try:
-                            if not isinstance(data__launcher__maxJobRuntimeSeconds, (NoneType)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be null")
-                            data__launcher__maxJobRuntimeSeconds_any_of_count29 += 1
-                        except JsonSchemaValueException: pass
-                    if not data__launcher__maxJobRuntimeSeconds_any_of_count29:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds cannot be validated by any definition")
+                    if not isinstance(data__launcher__maxJobRuntimeSeconds, (int, NoneType)) and not (isinstance(data__launcher__maxJobRuntimeSeconds, float) and data__launcher__maxJobRuntimeSeconds.is_integer()) or isinstance(data__launcher__maxJobRuntimeSeconds, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be integer or null")
+                    if isinstance(data__launcher__maxJobRuntimeSeconds, (int, float, Decimal)):
+                        if data__launcher__maxJobRuntimeSeconds < 1:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be bigger than or equal to 1")
+                        if data__launcher__maxJobRuntimeSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.maxJobRuntimeSeconds must be smaller than or equal to 2147483647")
                 if "podSecurity" in data__launcher_keys:
                     data__launcher_keys.remove("podSecurity")
                     data__launcher__podSecurity = data__launcher["podSecurity"]
@@ -3793,8 +3780,8 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count30 = 0
-            if not data__port_any_of_count30:
+            data__port_any_of_count29 = 0
+            if not data__port_any_of_count29:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -3803,18 +3790,18 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count30 += 1
+                    data__port_any_of_count29 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count30:
+            if not data__port_any_of_count29:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count30 += 1
+                    data__port_any_of_count29 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count30:
+            if not data__port_any_of_count29:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -3842,8 +3829,8 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count31 = 0
-            if not data__port_any_of_count31:
+            data__port_any_of_count30 = 0
+            if not data__port_any_of_count30:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -3852,18 +3839,18 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count31 += 1
+                    data__port_any_of_count30 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count31:
+            if not data__port_any_of_count30:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count31 += 1
+                    data__port_any_of_count30 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count31:
+            if not data__port_any_of_count30:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -3940,98 +3927,98 @@ def validate___definitions_probehandlers_exec(data, custom_formats={}, name_pref
 
 def validate___definitions_oneprobehandler(data, custom_formats={}, name_prefix=None):
     try:
-        data_any_of_count32 = 0
-        if not data_any_of_count32:
+        data_any_of_count31 = 0
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'httpGet']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['grpc', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count32 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count32:
+        if not data_any_of_count31:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " cannot be validated by any definition")
     except JsonSchemaValueException: pass
     else:
