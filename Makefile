@@ -201,10 +201,10 @@ apiserver-bin: ## build tests/apiserver's kube-apiserver, kubectl and etcd into 
 	tests/kind/build/build-extras.sh $(JH_CACHE)/extras-bin
 
 .PHONY: fuzz
-fuzz: venv ## property-based fuzzing of check/grace/gen-tests/render and check-vs-helm parity, 10x the examples of make test
+fuzz: venv apiserver-bin ## property-based fuzzing of check/grace/gen-tests/render, check-vs-helm and check-vs-API-server parity, 10x the examples of make test
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/unit/test_fuzz_check.py \
 	  tests/unit/test_fuzz_grace.py tests/unit/test_fuzz_render.py tests/unit/test_fuzz_regressions.py \
-	  tests/unit/test_fuzz_parity.py tests/unit/test_fastcheck.py
+	  tests/unit/test_fuzz_parity.py tests/unit/test_fastcheck.py tests/apiserver/test_apiserver_parity.py
 
 .PHONY: bench
 bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm, workload lifecycle
