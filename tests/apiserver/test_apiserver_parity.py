@@ -2,7 +2,8 @@
 
 For values drawn as test_fuzz_parity.py draws them (the examples with lifecycle settings
 mutated, and files from chart/values.schema.json), check's errors from the schema, the input,
-the rules the chart enforces, and JH051 (an ipBlock the API server refuses, check-only) are
+the rules the chart enforces, and the check-only rules on what the API server refuses (JH032,
+JH051, JH052) are
 non-empty exactly when `helm template` fails or a real 1.37 API server refuses an object of
 the render (server-side dry run, kubeapi.py). So a clean check means the release installs
 as far as the API server is concerned. The gaps the issue found by hand are replayed first,
@@ -26,8 +27,9 @@ from kubeapi import MINOR, ApiServer
 from schema_values import schema_values
 
 # What check's refusal is compared with: the chart's own rules, and the check-only rules on what
-# the API server refuses (the chart renders those values as given).
-COMPARED = frozenset(lifecycle.chart_rules()) | {"JH051"}
+# the API server refuses (the chart renders those values as given): JH032 a request above its
+# limit, JH051 an ipBlock, JH052 an extended resource without an equal limit.
+COMPARED = frozenset(lifecycle.chart_rules()) | {"JH032", "JH051", "JH052"}
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 # The issue's hand-found gaps on 1.37.2 (each passed check and rendered): values -> what refused.
