@@ -2,9 +2,9 @@
 values.schema.json and lifecycle.yaml (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:fdab2211-29873:d52bfbd4-91595:c7181aa3-26858'
+CHART_KEY = 'crc32:fdab2211-29873:c45a198d-109085:ace8b253-28775'
 DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain'], 'postMigrate': None}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'resources': {}, 'postDeploy': {'hookWeight': 5, 'gitOps': None, 'env': [], 'waitForRollout': {'timeoutSeconds': None, 'intervalSeconds': 2, 'image': None, 'command': None}}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 2, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': [], 'apiServer': {'to': [], 'ports': [{'port': 443, 'protocol': 'TCP'}, {'port': 6443, 'protocol': 'TCP'}]}}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'autoscaling': {'hpa': {'enabled': False, 'minReplicas': 1, 'maxReplicas': 4, 'metrics': [], 'behavior': {}}, 'keda': {'enabled': False, 'minReplicaCount': 1, 'maxReplicaCount': 4, 'pollingInterval': 30, 'cooldownPeriod': 300, 'triggers': [], 'advanced': {}}}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'autoscaling': {'hpa': {'enabled': False, 'minReplicas': 1, 'maxReplicas': 4, 'metrics': [], 'behavior': {}}, 'keda': {'enabled': False, 'minReplicaCount': 1, 'maxReplicaCount': 4, 'pollingInterval': 30, 'cooldownPeriod': 300, 'triggers': [], 'advanced': {}}}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}}}}
-LIFECYCLE = {'kubeVersions': {'default': '1.37', 'matrix': ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']}, 'gates': {'seccompField': {'minKubeVersion': '1.19', 'stage': 'GA', 'below': 'the seccompProfile field is unknown; the pod gets the seccomp annotation instead'}, 'spread': {'minKubeVersion': '1.18', 'featureGate': 'EvenPodsSpread', 'kep': 'KEP-895', 'stage': 'beta, on by default', 'below': 'topologySpreadConstraints are dropped by the API server; not rendered'}, 'pdbPolicyV1': {'minKubeVersion': '1.21', 'stage': 'GA (policy/v1)', 'below': 'policy/v1beta1'}, 'namespaceNameLabel': {'minKubeVersion': '1.21', 'featureGate': 'NamespaceDefaultLabelName', 'kep': 'KEP-2161', 'stage': 'beta, on by default (GA 1.22)', 'below': 'namespaces have no kubernetes.io/metadata.name label; the default DNS peer of networkPolicy selects the kube-dns pods of any namespace'}, 'projectedServiceAccountToken': {'minKubeVersion': '1.21', 'featureGate': 'RootCAConfigMap', 'kep': 'KEP-1205', 'stage': 'GA (TokenRequestProjection GA 1.20, the kube-root-ca.crt ConfigMap GA 1.21)', 'below': "the post-deploy Job's ServiceAccount token is automounted into every container of its pod (JH038)"}, 'grpcProbe': {'minKubeVersion': '1.24', 'featureGate': 'GRPCContainerProbe', 'kep': 'KEP-2727', 'stage': 'beta, on by default (GA 1.27)', 'below': 'the API server drops the grpc handler and the container has no probe; the chart refuses it (JH015)'}, 'probeGrace': {'minKubeVersion': '1.25', 'featureGate': 'ProbeTerminationGracePeriod', 'kep': 'KEP-2238', 'stage': 'beta, on by default (GA 1.28)', 'below': 'the probe-level terminationGracePeriodSeconds is dropped; not rendered (JH008)'}, 'spreadMatchLabelKeys': {'minKubeVersion': '1.27', 'featureGate': 'MatchLabelKeysInPodTopologySpread', 'kep': 'KEP-3243', 'stage': 'beta, on by default', 'below': "each rollout's pods are spread together with the old ones; not rendered"}, 'pdbUnhealthyPodEvictionPolicy': {'minKubeVersion': '1.27', 'featureGate': 'PDBUnhealthyPodEvictionPolicy', 'kep': 'KEP-3017', 'stage': 'beta, on by default (GA 1.31)', 'below': 'not rendered; drains wait on not-Ready pods (JH029)'}, 'podIndexLabel': {'minKubeVersion': '1.28', 'featureGate': 'PodIndexLabel', 'kep': 'KEP-4017', 'stage': 'beta, on by default (GA 1.32)', 'below': 'no apps.kubernetes.io/pod-index label, so no JOBHANDLERS_ORDINAL (JH025)'}, 'nativeSidecars': {'minKubeVersion': '1.29', 'featureGate': 'SidecarContainers', 'kep': 'KEP-753', 'stage': 'beta, on by default (GA 1.33)', 'below': 'sidecars are regular containers; refused in the migration Job (JH016), late in handlers (JH017)'}, 'jobPodReplacementPolicy': {'minKubeVersion': '1.29', 'featureGate': 'JobPodReplacementPolicy', 'kep': 'KEP-3939', 'stage': 'beta, on by default (GA 1.34)', 'below': 'not rendered; a replacement migrate pod may start while the old one terminates (JH030)'}, 'nativeSleep': {'minKubeVersion': '1.30', 'featureGate': 'PodLifecycleSleepAction', 'kep': 'KEP-3960', 'stage': 'beta, on by default (GA 1.34)', 'below': 'the preStop is exec sleep (needs sleep in the image); a user sleep action is refused (JH031)'}, 'sleepZero': {'minKubeVersion': '1.33', 'featureGate': 'PodLifecycleSleepActionAllowZero', 'kep': 'KEP-4818', 'stage': 'beta, on by default (GA 1.34)', 'below': 'a 0-second sleep action is rejected by the API server (JH031)'}, 'stopSignal': {'minKubeVersion': '1.33', 'featureGate': 'ContainerStopSignals', 'kep': 'KEP-4960', 'stage': 'alpha, off by default (drain.stopSignalFeatureGate declares it on)', 'below': "the kubelet sends the image's STOPSIGNAL; refused (JH019)"}, 'statefulSetMaxUnavailable': {'minKubeVersion': '1.37', 'featureGate': 'MaxUnavailableStatefulSet', 'kep': 'KEP-961', 'stage': 'beta, on by default (alpha 1.24, beta off by default 1.35)', 'below': 'rollingUpdate.maxUnavailable is dropped and the StatefulSet rolls one pod at a time (JH024)'}, 'hpaBehavior': {'minKubeVersion': '1.18', 'featureGate': 'HPAConfigurableBehavior (no gate; autoscaling/v2beta2 field)', 'kep': 'KEP-853', 'stage': 'beta (autoscaling/v2beta2)', 'below': 'the HPA has no behavior field; it scales down by its built-in rule (JH058 warns)'}, 'hpaV2': {'minKubeVersion': '1.23', 'stage': 'GA (autoscaling/v2)', 'below': 'autoscaling/v2beta2'}, 'mutatingAdmissionPolicy': {'minKubeVersion': '1.36', 'featureGate': 'MutatingAdmissionPolicy', 'kep': 'KEP-3962', 'stage': 'GA (admissionregistration.k8s.io/v1; alpha 1.32, beta off by default 1.34)', 'below': "no MutatingAdmissionPolicy; launched pods must meet the namespace's Pod Security level by themselves (JH047)"}}, 'probe': {'kinds': ['readiness', 'liveness', 'startup'], 'handlerKinds': ['exec', 'httpGet', 'tcpSocket', 'grpc', 'heartbeat'], 'defaults': {'periodSeconds': 10, 'failureThreshold': 3, 'timeoutSeconds': 1, 'successThreshold': 1, 'initialDelaySeconds': 0}}, 'drain': {'modes': ['marker', 'signal', 'command', 'none'], 'fallback': {'mode': 'marker', 'signal': 'TSTP', 'preStopSeconds': 10, 'nativeSleep': True, 'waitForExit': False}}, 'workloadKinds': ['Deployment', 'StatefulSet'], 'launcher': {'tokenExpirationSeconds': 3607, 'tokenPath': '/var/run/secrets/kubernetes.io/serviceaccount', 'defaultRules': [{'apiGroups': ['batch'], 'resources': ['jobs'], 'verbs': ['create', 'get', 'list', 'watch', 'patch', 'delete']}, {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get', 'list', 'watch']}, {'apiGroups': [''], 'resources': ['pods/log'], 'verbs': ['get']}], 'levels': ['privileged', 'baseline', 'restricted']}, 'autoscaling': {'hpaSyncPeriodSeconds': 15, 'minStabilizationWindowSeconds': 300, 'maxPolicyPeriodSeconds': 1800, 'maxStabilizationWindowSeconds': 3600}, 'rules': {'JH001': {'severity': 'error', 'chart': True, 'title': 'grace period below the computed drain time', 'when': 'explicit `handlers.<role>.terminationGracePeriodSeconds` < ceil(maxJobRuntimeSeconds × runtimeMultiplier) + bufferSeconds + preStopSeconds', 'fix': 'Remove it (the chart computes it) or raise it to the computed value'}, 'JH002': {'severity': 'error', 'chart': False, 'title': 'probe windows too close', 'when': '`liveness.maxAgeSeconds` < 3 × `readiness.maxAgeSeconds`, or `readiness.maxAgeSeconds` < 3 × `heartbeat.intervalSeconds`; for probes set per role (any handler), the liveness window (periodSeconds × failureThreshold, + maxAge for heartbeats) < 3 × the readiness window', 'fix': 'Widen the larger window to ≥ 3× the smaller one'}, 'JH003': {'severity': 'error', 'chart': False, 'title': 'handlers stop waiting before the migration may end', 'when': '`waitForMigrations.timeoutSeconds` < `migration.activeDeadlineSeconds` + `migration.waitForDatabase.timeoutSeconds` (handlers would give up while the migration may still legitimately run)', 'fix': 'Raise `waitForMigrations.timeoutSeconds` to at least the sum'}, 'JH004': {'severity': 'error', 'chart': True, 'title': 'hook mode with a database the release creates', 'when': 'hook mode with `database.createdByRelease: true` (a pre-install hook cannot reach a database the release creates)', 'fix': 'Create the database outside the release, or `migration.useHelmHooks: false`'}, 'JH005': {'severity': 'error', 'chart': True, 'title': 'hook mode with a Secret that is not a hook', 'when': 'hook mode, no `database.existingSecret`, `database.secretIsHook: false` (the hook pod waits for a Secret helm creates after the hooks)', 'fix': 'Keep `secretIsHook: true` (default) or use `existingSecret`'}, 'JH006': {'severity': 'error', 'chart': False, 'title': 'plain migration Job with a fixed name', 'when': '`migration.useHelmHooks: false` with `migration.jobNameSuffix` ≠ `hash` (an immutable Job template breaks every upgrade)', 'fix': '`jobNameSuffix: hash`'}, 'JH007': {'severity': 'error', 'chart': True, 'title': 'startupProbe forced without the feature gate', 'when': '`startupProbe.force` below `startupProbe.minKubeVersion` (vs `--kube-version`) without `startupProbe.featureGateEnabled` (the API server silently drops the probe)', 'fix': 'Enable and declare the feature gate, or drop `force`'}, 'JH008': {'severity': 'error', 'chart': False, 'title': 'probe-level grace below Kubernetes 1.25', 'when': 'the file sets `liveness.terminationGracePeriodSeconds` and `--kube-version` < 1.25 (the field is dropped there)', 'fix': 'Target ≥ 1.25 or set it to `null`'}, 'JH009': {'severity': 'error', 'chart': False, 'title': 'image tag latest or unset', 'when': '`image.tag` empty, null or `latest`', 'fix': 'Pin a release tag'}, 'JH010': {'severity': 'warning', 'chart': False, 'title': 'job handler without resource requests', 'when': 'an enabled role without a port (a job handler) without `resources.requests`', 'fix': 'Set cpu and memory requests'}, 'JH011': {'severity': 'error', 'chart': False, 'title': 'probe-level grace used up by the preStop sleep', 'when': 'on ≥ 1.25, `liveness.terminationGracePeriodSeconds` ≤ `drain.preStopSeconds` (a liveness restart runs preStop first; its sleep uses the whole probe grace and the wedged handler is SIGKILLed before SIGTERM — seen in kind scenario 3c)', 'fix': 'Set it to at least `preStopSeconds + 5`'}, 'JH012': {'severity': 'warning', 'chart': False, 'title': 'no time left to requeue after the drain deadline', 'when': "`drain.bufferSeconds` < 4: `DRAIN_DEADLINE_SECONDS` (grace − preStop − buffer/2) leaves under 2 s before SIGKILL to hand unfinished jobs back (seen in the kind benchmark's naive variant: SIGKILL, jobs rerun only after lease expiry)", 'fix': 'Set `drain.bufferSeconds` to at least 4'}, 'JH013': {'severity': 'warning', 'chart': False, 'title': 'exec probe timeout unrealistic for its command', 'when': "an exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with `timeoutSeconds` < 5, or an exec probe's timeout is not below its period", 'fix': '`timeoutSeconds` ≥ 5, period above the timeout'}, 'JH014': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in a probe command', 'when': "an exec probe's command contains `$(VAR)`: Kubernetes expands it only in container command/args, the probe gets it literally", 'fix': '`["sh", "-c", "… $VAR …"]`'}, 'JH015': {'severity': 'error', 'chart': True, 'title': 'grpc probe below Kubernetes 1.24', 'when': 'a `grpc` probe with `--kube-version` < 1.24 (the API server drops it)', 'fix': 'HttpGet/tcpSocket/exec, or ≥ 1.24'}, 'JH016': {'severity': 'error', 'chart': True, 'title': 'sidecar in the migration Job without native sidecars', 'when': 'sidecars in the migration Job (`migration: true`, `migration.sidecars`) below 1.29: a regular sidecar keeps the Job from completing', 'fix': '≥ 1.29, or no sidecar in the Job'}, 'JH017': {'severity': 'warning', 'chart': False, 'title': 'sidecars start after wait-for-migrations below 1.29', 'when': 'sidecars below 1.29: regular containers start after `wait-for-migrations` (a proxy cannot serve the wait) and stop with the handler', 'fix': 'Reach the database directly, or ≥ 1.29'}, 'JH018': {'severity': 'warning', 'chart': False, 'title': 'security context leaves Pod Security restricted', 'when': "a role's merged security contexts leave Pod Security `restricted`", 'fix': 'Keep the defaults, or label the namespace'}, 'JH019': {'severity': 'error', 'chart': True, 'title': 'stopSignal where the cluster cannot honour it', 'when': '`drain.stopSignal` below 1.33 or without `drain.stopSignalFeatureGate`', 'fix': '`drain.mode: signal`, `STOPSIGNAL` in the image, or declare the gate'}, 'JH020': {'severity': 'error', 'chart': True, 'title': 'drain adapter without what it needs', 'when': '`drain.mode: marker` for a role without a command, or `mode: command` without `drain.command`', 'fix': 'Set the command, or pick the mode the app supports'}, 'JH021': {'severity': 'warning', 'chart': False, 'title': 'grace beyond what the platform honours', 'when': "with `--platform NAME[=SECONDS]` (repeatable) or the values key `platforms`: a role's grace exceeds what that platform honours — `cluster-autoscaler` 600 s (`--max-graceful-termination-sec`), `gke-upgrade` 3600 s, `eks-upgrade` 900 s, `aks-upgrade` 1800 s (`drainTimeoutInMinutes`), `karpenter=SECONDS` (NodePool `terminationGracePeriod`), `aws-spot` 120 s, `gcp-spot` 15 s, `azure-spot` 30 s (sources in `generator/platforms.py`)", 'fix': '`handlers.<role>.safeToEvict: false` (autoscaler, Karpenter), shorter or checkpointed jobs, or a raised limit'}, 'JH022': {'severity': 'error', 'chart': True, 'title': 'rollback downgrade that cannot run', 'when': '`migration.onRollback: downgrade` without `commands.downgrade`, or without helm hooks', 'fix': 'Set the command and keep hook mode, or `onRollback: none`'}, 'JH023': {'severity': 'error', 'chart': True, 'title': 'workload-kind keys that do not combine', 'when': 'workload-kind keys that do not combine: `podManagementPolicy` / `updateStrategy` on a Deployment role, or `strategy` set on a `kind: StatefulSet` role (a StatefulSet never surges a second pod with one identity)', 'fix': "`kind: StatefulSet`, or the keys of the role's kind"}, 'JH024': {'severity': 'warning', 'chart': False, 'title': 'StatefulSet maxUnavailable the cluster drops', 'when': '`updateStrategy.rollingUpdate.maxUnavailable` on a StatefulSet role below 1.37 (MaxUnavailableStatefulSet off by default: the field is dropped, one pod at a time)', 'fix': 'Expect replicas × the drain time per rollout, or target ≥ 1.37'}, 'JH025': {'severity': 'error', 'chart': True, 'title': 'identity variables where the chart does not render them', 'when': "`$(JOBHANDLERS_POD_NAME)` / `$(JOBHANDLERS_ORDINAL)` in a role's command, args or env where the chart does not render them (not a StatefulSet; the ordinal below 1.28)", 'fix': '`kind: StatefulSet`; below 1.28 use `$(JOBHANDLERS_POD_NAME)`'}, 'JH026': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in env that a container does not define', 'when': "an env value (chart-wide `env`, `handlers.<role>.env`, `migration.env`, or an extra init container's or sidecar's own) refers to `$(NAME)` that a container it is copied into does not define above it — the chart's variables per container (below) plus the entries above it; with `envFrom`, only the chart's own names are judged; service-link names are skipped. Kubernetes leaves it literal there (seen live: a worker's settings opened `…/$(JOBHANDLERS_STATE_DIR)/worker-heartbeat.log`)", 'fix': 'Define the name above it, move the entry to `handlers.<role>.env` (role variables), or escape it as `$$(NAME)`'}, 'JH028': {'severity': 'error', 'chart': True, 'title': 'image.tag is not a tag', 'when': '`image.tag` holds a digest (`1@sha256:…`) or characters a tag cannot have (the tag is also the `app.kubernetes.io/version` label)', 'fix': 'Move the digest to `image.digest`; keep the tag a plain tag'}, 'JH029': {'severity': 'warning', 'chart': False, 'title': 'unhealthyPodEvictionPolicy below Kubernetes 1.27', 'when': 'the file sets `pdb.unhealthyPodEvictionPolicy` or `handlers.<role>.pdb.unhealthyPodEvictionPolicy` to `AlwaysAllow` and `--kube-version` < 1.27 (not rendered there: a drain hangs on a role whose pods run but are not Ready)', 'fix': '≥ 1.27, or undrain the role before draining nodes'}, 'JH030': {'severity': 'warning', 'chart': False, 'title': 'migration podReplacementPolicy below Kubernetes 1.29', 'when': 'the file sets `migration.podReplacementPolicy: Failed` and `--kube-version` < 1.29 (not rendered there: a replacement migrate pod may start while the previous one terminates)', 'fix': 'Keep `commands.migrate` safe when two run at once, or ≥ 1.29'}, 'JH031': {'severity': 'error', 'chart': True, 'title': 'sleep action the cluster rejects in a user container', 'when': 'a sidecar or extra init container (chart-wide, role, migration) has a lifecycle `sleep` action below 1.30, or a 0-second one below 1.33 (the API server rejects the pod)', 'fix': 'Drop a 0-second hook, `exec` sleep below 1.30, or a newer Kubernetes'}, 'JH032': {'severity': 'error', 'chart': False, 'title': 'resource requests above limits', 'when': "a chart-owned container's requests exceed its limits (its own `resources`, else `defaultResources`; e.g. the chart's default request merged with your lower limit)", 'fix': 'Set the request too (at most the limit), or null it'}, 'JH035': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase without acceptAhead', 'when': '`commands.postMigrate` (pre- and post-deploy migrations) with `waitForMigrations.acceptAhead: false`: between the phases the schema is ahead of the previous image, whose pods must keep running and may restart', 'fix': 'Set `waitForMigrations.acceptAhead: true` (one release before the first split upgrade too); keep pre-deploy migrations expand-only'}, 'JH036': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase in GitOps mode without guidance', 'when': '`commands.postMigrate` with `migration.useHelmHooks: false` and no `migration.postDeploy.gitOps` (`argocd`: a PostSync hook; `plain`: a Job that waits by itself)', 'fix': 'Set `migration.postDeploy.gitOps`, or use hook mode (a Flux HelmRelease runs helm hooks)'}, 'JH037': {'severity': 'error', 'chart': True, 'title': 'post-deploy wait shorter than the longest drain', 'when': '`migration.postDeploy.waitForRollout.timeoutSeconds` below the longest role grace: the Job gives up while old pods legitimately drain, and the contract migration never runs', 'fix': 'Remove it (default, the longest grace + `waitForMigrations.timeoutSeconds`) or raise it'}, 'JH038': {'severity': 'warning', 'chart': False, 'title': 'post-deploy API token automounted below Kubernetes 1.21', 'when': '`commands.postMigrate` with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the post-deploy pod automounts its ServiceAccount token into every container', 'fix': 'Accept it (the Role allows `list` on pods only) or target Kubernetes >= 1.21'}, 'JH041': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without database egress', 'when': '`networkPolicy.enabled` and neither `networkPolicy.database.to` nor `networkPolicy.extraEgress` is given: the handlers, wait-for-migrations, the migration Job and the helm test could not reach the database', 'fix': "Set `networkPolicy.database.to` to the database's peers (an `ipBlock.cidr` for a database outside the cluster, or a `podSelector`/`namespaceSelector`), or give `networkPolicy.extraEgress` rules that reach it"}, 'JH042': {'severity': 'warning', 'chart': False, 'title': 'NetworkPolicy without DNS for a database host name', 'when': '`networkPolicy.enabled`, `networkPolicy.dns.enabled: false`, no `networkPolicy.extraEgress`, and `database.host` is a name, not an IP address: no chart pod can resolve it', 'fix': 'Keep `networkPolicy.dns.enabled: true` (set `networkPolicy.dns.to` for NodeLocal DNSCache or another resolver), or give an IP address or `extraEgress` to your resolver'}, 'JH043': {'severity': 'warning', 'chart': False, 'title': 'role port that no pod may reach under the NetworkPolicy', 'when': "`networkPolicy.enabled`, a role has a port, `networkPolicy.allowRelease: false`, and no `ingress.from` or `extraIngress` (chart-wide or the role's) lets anything in: its Service answers nobody, and `helm test` fails", 'fix': "Give the role's clients in `networkPolicy.ingress.from` / `handlers.<role>.networkPolicy.ingress.from`, or keep `networkPolicy.allowRelease: true`"}, 'JH044': {'severity': 'error', 'chart': True, 'title': 'launching role without RBAC rules', 'when': '`handlers.<role>.launcher.enabled` with `launcher.rules: []`: the role gets an API token that may do nothing, and every launch fails with 403', 'fix': 'Remove `rules` (null: the launcher default, batch Jobs and pods) or list the PolicyRules the app needs'}, 'JH045': {'severity': 'error', 'chart': True, 'title': 'launcher settings on a role that does not launch', 'when': '`handlers.<role>.launcher.rules`, `namespace` or `podSecurity.mutate` set while `launcher.enabled` is false: nothing is rendered for them', 'fix': 'Set `launcher.enabled: true`, or remove them'}, 'JH046': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without API server egress for a launching role', 'when': "`networkPolicy.enabled`, a launching role, and neither `networkPolicy.apiServer.to` nor `networkPolicy.extraEgress` nor the role's `networkPolicy.extraEgress`: the policy denies every call to the API server, so nothing is launched or adopted", 'fix': "Set `networkPolicy.apiServer.to` to the API server's endpoint addresses (`kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes`), and `ports` to their port"}, 'JH047': {'severity': 'error', 'chart': True, 'title': "launched pods that the namespace's Pod Security refuses", 'when': '`launcher.podSecurity.podsMeet` is below `launcher.podSecurity.enforce` and no MutatingAdmissionPolicy lifts them (`mutate: true` only lifts to restricted, from Kubernetes 1.36, with a `podSelector`): the Job controller cannot create the pods and every launched job fails', 'fix': "Launch into a namespace labelled with the level the pods meet (`launcher.namespace`, `enforce: baseline`), or on ≥ 1.36 `podSecurity.mutate: true` with the launched pods' `podSelector`"}, 'JH048': {'severity': 'warning', 'chart': False, 'title': "launching role's grace sized for the launched work", 'when': "`handlers.<role>.maxJobRuntimeSeconds` ≥ `launcher.maxJobRuntimeSeconds`: the launched jobs run outside the pod and outlive it, so the grace only has to cover the launcher's own shutdown (its longest in-pod step: a launch, collecting outputs); a grace sized for the jobs holds rollouts, drains and autoscalers for nothing", 'fix': "Set `handlers.<role>.maxJobRuntimeSeconds` to the launcher's longest in-pod step (seconds to a few minutes)"}, 'JH049': {'severity': 'warning', 'chart': False, 'title': 'launcher API token automounted below Kubernetes 1.21', 'when': "a launching role with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the ServiceAccount token is automounted into every container of the role's pods, init containers and sidecars included", 'fix': "Accept it (the Role's rules bound what it may do) or target Kubernetes ≥ 1.21"}, 'JH055': {'severity': 'error', 'chart': True, 'title': 'two autoscalers on one role', 'when': "`handlers.<role>.autoscaling.hpa.enabled` and `autoscaling.keda.enabled` both true: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas", 'fix': 'Keep one of them'}, 'JH056': {'severity': 'error', 'chart': False, 'title': 'replicas beside an autoscaler', 'when': "`handlers.<role>.replicas` set in the file on an autoscaled role: the chart leaves `replicas` out (so `helm upgrade` keeps the autoscaler's count), and the number would be silently ignored", 'fix': 'Remove `replicas`; set `minReplicas` (HPA) or `minReplicaCount` (KEDA)'}, 'JH057': {'severity': 'warning', 'chart': False, 'title': 'scale to zero without a drain', 'when': '`autoscaling.keda.minReplicaCount: 0` on a role with `drain.mode: none`: the trigger counts queued work, not work in flight, so the last pod is removed while it runs jobs and SIGTERM alone must finish them', 'fix': 'A drain adapter (`marker`, `signal`, `command`), or `minReplicaCount` ≥ 1'}, 'JH058': {'severity': 'warning', 'chart': False, 'title': 'scale-down window shorter than a poll, or behavior the cluster drops', 'when': "an autoscaled role's `behavior.scaleDown.stabilizationWindowSeconds` (HPA) or `advanced.horizontalPodAutoscalerConfig.behavior` (KEDA) is shorter than one poll of its metrics (15 s for the HPA, `pollingInterval` for KEDA): one noisy sample removes pods; or an HPA `behavior` below Kubernetes 1.18, which drops it", 'fix': 'Remove it (the chart derives one, README Autoscaling) or raise it to at least one poll'}, 'JH059': {'severity': 'warning', 'chart': False, 'title': 'queue-length trigger with prefetching consumers', 'when': "a KEDA `rabbitmq` trigger in `QueueLength` mode on a role with `drain.runtimeMultiplier` > 1 (consumers that prefetch): RabbitMQ's queue length leaves out delivered, unacknowledged messages, so KEDA scales in while every window is full", 'fix': "`mode: MessageRate`, a trigger on the app's own in-flight count, or no prefetch"}}}
+LIFECYCLE = {'kubeVersions': {'default': '1.37', 'matrix': ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']}, 'gates': {'seccompField': {'minKubeVersion': '1.19', 'stage': 'GA', 'below': 'the seccompProfile field is unknown; the pod gets the seccomp annotation instead'}, 'spread': {'minKubeVersion': '1.18', 'featureGate': 'EvenPodsSpread', 'kep': 'KEP-895', 'stage': 'beta, on by default', 'below': 'topologySpreadConstraints are dropped by the API server; not rendered'}, 'pdbPolicyV1': {'minKubeVersion': '1.21', 'stage': 'GA (policy/v1)', 'below': 'policy/v1beta1'}, 'namespaceNameLabel': {'minKubeVersion': '1.21', 'featureGate': 'NamespaceDefaultLabelName', 'kep': 'KEP-2161', 'stage': 'beta, on by default (GA 1.22)', 'below': 'namespaces have no kubernetes.io/metadata.name label; the default DNS peer of networkPolicy selects the kube-dns pods of any namespace'}, 'projectedServiceAccountToken': {'minKubeVersion': '1.21', 'featureGate': 'RootCAConfigMap', 'kep': 'KEP-1205', 'stage': 'GA (TokenRequestProjection GA 1.20, the kube-root-ca.crt ConfigMap GA 1.21)', 'below': "the post-deploy Job's ServiceAccount token is automounted into every container of its pod (JH038)"}, 'grpcProbe': {'minKubeVersion': '1.24', 'featureGate': 'GRPCContainerProbe', 'kep': 'KEP-2727', 'stage': 'beta, on by default (GA 1.27)', 'below': 'the API server drops the grpc handler and the container has no probe; the chart refuses it (JH015)'}, 'probeGrace': {'minKubeVersion': '1.25', 'featureGate': 'ProbeTerminationGracePeriod', 'kep': 'KEP-2238', 'stage': 'beta, on by default (GA 1.28)', 'below': 'the probe-level terminationGracePeriodSeconds is dropped; not rendered (JH008)'}, 'spreadMatchLabelKeys': {'minKubeVersion': '1.27', 'featureGate': 'MatchLabelKeysInPodTopologySpread', 'kep': 'KEP-3243', 'stage': 'beta, on by default', 'below': "each rollout's pods are spread together with the old ones; not rendered"}, 'pdbUnhealthyPodEvictionPolicy': {'minKubeVersion': '1.27', 'featureGate': 'PDBUnhealthyPodEvictionPolicy', 'kep': 'KEP-3017', 'stage': 'beta, on by default (GA 1.31)', 'below': 'not rendered; drains wait on not-Ready pods (JH029)'}, 'podIndexLabel': {'minKubeVersion': '1.28', 'featureGate': 'PodIndexLabel', 'kep': 'KEP-4017', 'stage': 'beta, on by default (GA 1.32)', 'below': 'no apps.kubernetes.io/pod-index label, so no JOBHANDLERS_ORDINAL (JH025)'}, 'nativeSidecars': {'minKubeVersion': '1.29', 'featureGate': 'SidecarContainers', 'kep': 'KEP-753', 'stage': 'beta, on by default (GA 1.33)', 'below': 'sidecars are regular containers; refused in the migration Job (JH016), late in handlers (JH017)'}, 'jobPodReplacementPolicy': {'minKubeVersion': '1.29', 'featureGate': 'JobPodReplacementPolicy', 'kep': 'KEP-3939', 'stage': 'beta, on by default (GA 1.34)', 'below': 'not rendered; a replacement migrate pod may start while the old one terminates (JH030)'}, 'nativeSleep': {'minKubeVersion': '1.30', 'featureGate': 'PodLifecycleSleepAction', 'kep': 'KEP-3960', 'stage': 'beta, on by default (GA 1.34)', 'below': 'the preStop is exec sleep (needs sleep in the image); a user sleep action is refused (JH031)'}, 'sleepZero': {'minKubeVersion': '1.33', 'featureGate': 'PodLifecycleSleepActionAllowZero', 'kep': 'KEP-4818', 'stage': 'beta, on by default (GA 1.34)', 'below': 'a 0-second sleep action is rejected by the API server (JH031)'}, 'relaxedEnvVarNames': {'minKubeVersion': '1.32', 'featureGate': 'RelaxedEnvironmentVariableValidation', 'kep': 'KEP-4369', 'stage': 'beta, on by default (GA 1.34)', 'below': "env names and envFrom prefixes must be C-identifier-like (letters, digits, '_', '-', '.'; no leading digit); refused (JH050)"}, 'stopSignal': {'minKubeVersion': '1.33', 'featureGate': 'ContainerStopSignals', 'kep': 'KEP-4960', 'stage': 'alpha, off by default (drain.stopSignalFeatureGate declares it on)', 'below': "the kubelet sends the image's STOPSIGNAL; refused (JH019)"}, 'statefulSetMaxUnavailable': {'minKubeVersion': '1.37', 'featureGate': 'MaxUnavailableStatefulSet', 'kep': 'KEP-961', 'stage': 'beta, on by default (alpha 1.24, beta off by default 1.35)', 'below': 'rollingUpdate.maxUnavailable is dropped and the StatefulSet rolls one pod at a time (JH024)'}, 'hpaBehavior': {'minKubeVersion': '1.18', 'featureGate': 'HPAConfigurableBehavior (no gate; autoscaling/v2beta2 field)', 'kep': 'KEP-853', 'stage': 'beta (autoscaling/v2beta2)', 'below': 'the HPA has no behavior field; it scales down by its built-in rule (JH058 warns)'}, 'hpaV2': {'minKubeVersion': '1.23', 'stage': 'GA (autoscaling/v2)', 'below': 'autoscaling/v2beta2'}, 'mutatingAdmissionPolicy': {'minKubeVersion': '1.36', 'featureGate': 'MutatingAdmissionPolicy', 'kep': 'KEP-3962', 'stage': 'GA (admissionregistration.k8s.io/v1; alpha 1.32, beta off by default 1.34)', 'below': "no MutatingAdmissionPolicy; launched pods must meet the namespace's Pod Security level by themselves (JH047)"}}, 'probe': {'kinds': ['readiness', 'liveness', 'startup'], 'handlerKinds': ['exec', 'httpGet', 'tcpSocket', 'grpc', 'heartbeat'], 'defaults': {'periodSeconds': 10, 'failureThreshold': 3, 'timeoutSeconds': 1, 'successThreshold': 1, 'initialDelaySeconds': 0}}, 'drain': {'modes': ['marker', 'signal', 'command', 'none'], 'fallback': {'mode': 'marker', 'signal': 'TSTP', 'preStopSeconds': 10, 'nativeSleep': True, 'waitForExit': False}}, 'workloadKinds': ['Deployment', 'StatefulSet'], 'launcher': {'tokenExpirationSeconds': 3607, 'tokenPath': '/var/run/secrets/kubernetes.io/serviceaccount', 'defaultRules': [{'apiGroups': ['batch'], 'resources': ['jobs'], 'verbs': ['create', 'get', 'list', 'watch', 'patch', 'delete']}, {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get', 'list', 'watch']}, {'apiGroups': [''], 'resources': ['pods/log'], 'verbs': ['get']}], 'levels': ['privileged', 'baseline', 'restricted']}, 'autoscaling': {'hpaSyncPeriodSeconds': 15, 'minStabilizationWindowSeconds': 300, 'maxPolicyPeriodSeconds': 1800, 'maxStabilizationWindowSeconds': 3600}, 'rules': {'JH001': {'severity': 'error', 'chart': True, 'title': 'grace period below the computed drain time', 'when': 'explicit `handlers.<role>.terminationGracePeriodSeconds` < ceil(maxJobRuntimeSeconds × runtimeMultiplier) + bufferSeconds + preStopSeconds', 'fix': 'Remove it (the chart computes it) or raise it to the computed value'}, 'JH002': {'severity': 'error', 'chart': False, 'title': 'probe windows too close', 'when': '`liveness.maxAgeSeconds` < 3 × `readiness.maxAgeSeconds`, or `readiness.maxAgeSeconds` < 3 × `heartbeat.intervalSeconds`; for probes set per role (any handler), the liveness window (periodSeconds × failureThreshold, + maxAge for heartbeats) < 3 × the readiness window', 'fix': 'Widen the larger window to ≥ 3× the smaller one'}, 'JH003': {'severity': 'error', 'chart': False, 'title': 'handlers stop waiting before the migration may end', 'when': '`waitForMigrations.timeoutSeconds` < `migration.activeDeadlineSeconds` + `migration.waitForDatabase.timeoutSeconds` (handlers would give up while the migration may still legitimately run)', 'fix': 'Raise `waitForMigrations.timeoutSeconds` to at least the sum'}, 'JH004': {'severity': 'error', 'chart': True, 'title': 'hook mode with a database the release creates', 'when': 'hook mode with `database.createdByRelease: true` (a pre-install hook cannot reach a database the release creates)', 'fix': 'Create the database outside the release, or `migration.useHelmHooks: false`'}, 'JH005': {'severity': 'error', 'chart': True, 'title': 'hook mode with a Secret that is not a hook', 'when': 'hook mode, no `database.existingSecret`, `database.secretIsHook: false` (the hook pod waits for a Secret helm creates after the hooks)', 'fix': 'Keep `secretIsHook: true` (default) or use `existingSecret`'}, 'JH006': {'severity': 'error', 'chart': False, 'title': 'plain migration Job with a fixed name', 'when': '`migration.useHelmHooks: false` with `migration.jobNameSuffix` ≠ `hash` (an immutable Job template breaks every upgrade)', 'fix': '`jobNameSuffix: hash`'}, 'JH007': {'severity': 'error', 'chart': True, 'title': 'startupProbe forced without the feature gate', 'when': '`startupProbe.force` below `startupProbe.minKubeVersion` (vs `--kube-version`) without `startupProbe.featureGateEnabled` (the API server silently drops the probe)', 'fix': 'Enable and declare the feature gate, or drop `force`'}, 'JH008': {'severity': 'error', 'chart': False, 'title': 'probe-level grace below Kubernetes 1.25', 'when': 'the file sets `liveness.terminationGracePeriodSeconds` and `--kube-version` < 1.25 (the field is dropped there)', 'fix': 'Target ≥ 1.25 or set it to `null`'}, 'JH009': {'severity': 'error', 'chart': False, 'title': 'image tag latest or unset', 'when': '`image.tag` empty, null or `latest`', 'fix': 'Pin a release tag'}, 'JH010': {'severity': 'warning', 'chart': False, 'title': 'job handler without resource requests', 'when': 'an enabled role without a port (a job handler) without `resources.requests`', 'fix': 'Set cpu and memory requests'}, 'JH011': {'severity': 'error', 'chart': False, 'title': 'probe-level grace used up by the preStop sleep', 'when': 'on ≥ 1.25, `liveness.terminationGracePeriodSeconds` ≤ `drain.preStopSeconds` (a liveness restart runs preStop first; its sleep uses the whole probe grace and the wedged handler is SIGKILLed before SIGTERM — seen in kind scenario 3c)', 'fix': 'Set it to at least `preStopSeconds + 5`'}, 'JH012': {'severity': 'warning', 'chart': False, 'title': 'no time left to requeue after the drain deadline', 'when': "`drain.bufferSeconds` < 4: `DRAIN_DEADLINE_SECONDS` (grace − preStop − buffer/2) leaves under 2 s before SIGKILL to hand unfinished jobs back (seen in the kind benchmark's naive variant: SIGKILL, jobs rerun only after lease expiry)", 'fix': 'Set `drain.bufferSeconds` to at least 4'}, 'JH013': {'severity': 'warning', 'chart': False, 'title': 'exec probe timeout unrealistic for its command', 'when': "an exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with `timeoutSeconds` < 5, or an exec probe's timeout is not below its period", 'fix': '`timeoutSeconds` ≥ 5, period above the timeout'}, 'JH014': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in a probe command', 'when': "an exec probe's command contains `$(VAR)`: Kubernetes expands it only in container command/args, the probe gets it literally", 'fix': '`["sh", "-c", "… $VAR …"]`'}, 'JH015': {'severity': 'error', 'chart': True, 'title': 'grpc probe below Kubernetes 1.24', 'when': 'a `grpc` probe with `--kube-version` < 1.24 (the API server drops it)', 'fix': 'HttpGet/tcpSocket/exec, or ≥ 1.24'}, 'JH016': {'severity': 'error', 'chart': True, 'title': 'sidecar in the migration Job without native sidecars', 'when': 'sidecars in the migration Job (`migration: true`, `migration.sidecars`) below 1.29: a regular sidecar keeps the Job from completing', 'fix': '≥ 1.29, or no sidecar in the Job'}, 'JH017': {'severity': 'warning', 'chart': False, 'title': 'sidecars start after wait-for-migrations below 1.29', 'when': 'sidecars below 1.29: regular containers start after `wait-for-migrations` (a proxy cannot serve the wait) and stop with the handler', 'fix': 'Reach the database directly, or ≥ 1.29'}, 'JH018': {'severity': 'warning', 'chart': False, 'title': 'security context leaves Pod Security restricted', 'when': "a role's merged security contexts leave Pod Security `restricted`", 'fix': 'Keep the defaults, or label the namespace'}, 'JH019': {'severity': 'error', 'chart': True, 'title': 'stopSignal where the cluster cannot honour it', 'when': '`drain.stopSignal` below 1.33 or without `drain.stopSignalFeatureGate`', 'fix': '`drain.mode: signal`, `STOPSIGNAL` in the image, or declare the gate'}, 'JH020': {'severity': 'error', 'chart': True, 'title': 'drain adapter without what it needs', 'when': '`drain.mode: marker` for a role without a command, or `mode: command` without `drain.command`', 'fix': 'Set the command, or pick the mode the app supports'}, 'JH021': {'severity': 'warning', 'chart': False, 'title': 'grace beyond what the platform honours', 'when': "with `--platform NAME[=SECONDS]` (repeatable) or the values key `platforms`: a role's grace exceeds what that platform honours — `cluster-autoscaler` 600 s (`--max-graceful-termination-sec`), `gke-upgrade` 3600 s, `eks-upgrade` 900 s, `aks-upgrade` 1800 s (`drainTimeoutInMinutes`), `karpenter=SECONDS` (NodePool `terminationGracePeriod`), `aws-spot` 120 s, `gcp-spot` 15 s, `azure-spot` 30 s (sources in `generator/platforms.py`)", 'fix': '`handlers.<role>.safeToEvict: false` (autoscaler, Karpenter), shorter or checkpointed jobs, or a raised limit'}, 'JH022': {'severity': 'error', 'chart': True, 'title': 'rollback downgrade that cannot run', 'when': '`migration.onRollback: downgrade` without `commands.downgrade`, or without helm hooks', 'fix': 'Set the command and keep hook mode, or `onRollback: none`'}, 'JH023': {'severity': 'error', 'chart': True, 'title': 'workload-kind keys that do not combine', 'when': 'workload-kind keys that do not combine: `podManagementPolicy` / `updateStrategy` on a Deployment role, or `strategy` set on a `kind: StatefulSet` role (a StatefulSet never surges a second pod with one identity)', 'fix': "`kind: StatefulSet`, or the keys of the role's kind"}, 'JH024': {'severity': 'warning', 'chart': False, 'title': 'StatefulSet maxUnavailable the cluster drops', 'when': '`updateStrategy.rollingUpdate.maxUnavailable` on a StatefulSet role below 1.37 (MaxUnavailableStatefulSet off by default: the field is dropped, one pod at a time)', 'fix': 'Expect replicas × the drain time per rollout, or target ≥ 1.37'}, 'JH025': {'severity': 'error', 'chart': True, 'title': 'identity variables where the chart does not render them', 'when': "`$(JOBHANDLERS_POD_NAME)` / `$(JOBHANDLERS_ORDINAL)` in a role's command, args or env where the chart does not render them (not a StatefulSet; the ordinal below 1.28)", 'fix': '`kind: StatefulSet`; below 1.28 use `$(JOBHANDLERS_POD_NAME)`'}, 'JH026': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in env that a container does not define', 'when': "an env value (chart-wide `env`, `handlers.<role>.env`, `migration.env`, or an extra init container's or sidecar's own) refers to `$(NAME)` that a container it is copied into does not define above it — the chart's variables per container (below) plus the entries above it; with `envFrom`, only the chart's own names are judged; service-link names are skipped. Kubernetes leaves it literal there (seen live: a worker's settings opened `…/$(JOBHANDLERS_STATE_DIR)/worker-heartbeat.log`)", 'fix': 'Define the name above it, move the entry to `handlers.<role>.env` (role variables), or escape it as `$$(NAME)`'}, 'JH028': {'severity': 'error', 'chart': True, 'title': 'image.tag is not a tag', 'when': '`image.tag` holds a digest (`1@sha256:…`) or characters a tag cannot have (the tag is also the `app.kubernetes.io/version` label)', 'fix': 'Move the digest to `image.digest`; keep the tag a plain tag'}, 'JH029': {'severity': 'warning', 'chart': False, 'title': 'unhealthyPodEvictionPolicy below Kubernetes 1.27', 'when': 'the file sets `pdb.unhealthyPodEvictionPolicy` or `handlers.<role>.pdb.unhealthyPodEvictionPolicy` to `AlwaysAllow` and `--kube-version` < 1.27 (not rendered there: a drain hangs on a role whose pods run but are not Ready)', 'fix': '≥ 1.27, or undrain the role before draining nodes'}, 'JH030': {'severity': 'warning', 'chart': False, 'title': 'migration podReplacementPolicy below Kubernetes 1.29', 'when': 'the file sets `migration.podReplacementPolicy: Failed` and `--kube-version` < 1.29 (not rendered there: a replacement migrate pod may start while the previous one terminates)', 'fix': 'Keep `commands.migrate` safe when two run at once, or ≥ 1.29'}, 'JH031': {'severity': 'error', 'chart': True, 'title': 'sleep action the cluster rejects in a user container', 'when': 'a sidecar or extra init container (chart-wide, role, migration) has a lifecycle `sleep` action below 1.30, or a 0-second one below 1.33 (the API server rejects the pod)', 'fix': 'Drop a 0-second hook, `exec` sleep below 1.30, or a newer Kubernetes'}, 'JH032': {'severity': 'error', 'chart': False, 'title': 'resource requests above limits', 'when': "a chart-owned container's requests exceed its limits (its own `resources`, else `defaultResources`; e.g. the chart's default request merged with your lower limit)", 'fix': 'Set the request too (at most the limit), or null it'}, 'JH035': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase without acceptAhead', 'when': '`commands.postMigrate` (pre- and post-deploy migrations) with `waitForMigrations.acceptAhead: false`: between the phases the schema is ahead of the previous image, whose pods must keep running and may restart', 'fix': 'Set `waitForMigrations.acceptAhead: true` (one release before the first split upgrade too); keep pre-deploy migrations expand-only'}, 'JH036': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase in GitOps mode without guidance', 'when': '`commands.postMigrate` with `migration.useHelmHooks: false` and no `migration.postDeploy.gitOps` (`argocd`: a PostSync hook; `plain`: a Job that waits by itself)', 'fix': 'Set `migration.postDeploy.gitOps`, or use hook mode (a Flux HelmRelease runs helm hooks)'}, 'JH037': {'severity': 'error', 'chart': True, 'title': 'post-deploy wait shorter than the longest drain', 'when': '`migration.postDeploy.waitForRollout.timeoutSeconds` below the longest role grace: the Job gives up while old pods legitimately drain, and the contract migration never runs', 'fix': 'Remove it (default, the longest grace + `waitForMigrations.timeoutSeconds`) or raise it'}, 'JH038': {'severity': 'warning', 'chart': False, 'title': 'post-deploy API token automounted below Kubernetes 1.21', 'when': '`commands.postMigrate` with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the post-deploy pod automounts its ServiceAccount token into every container', 'fix': 'Accept it (the Role allows `list` on pods only) or target Kubernetes >= 1.21'}, 'JH041': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without database egress', 'when': '`networkPolicy.enabled` and neither `networkPolicy.database.to` nor `networkPolicy.extraEgress` is given: the handlers, wait-for-migrations, the migration Job and the helm test could not reach the database', 'fix': "Set `networkPolicy.database.to` to the database's peers (an `ipBlock.cidr` for a database outside the cluster, or a `podSelector`/`namespaceSelector`), or give `networkPolicy.extraEgress` rules that reach it"}, 'JH042': {'severity': 'warning', 'chart': False, 'title': 'NetworkPolicy without DNS for a database host name', 'when': '`networkPolicy.enabled`, `networkPolicy.dns.enabled: false`, no `networkPolicy.extraEgress`, and `database.host` is a name, not an IP address: no chart pod can resolve it', 'fix': 'Keep `networkPolicy.dns.enabled: true` (set `networkPolicy.dns.to` for NodeLocal DNSCache or another resolver), or give an IP address or `extraEgress` to your resolver'}, 'JH043': {'severity': 'warning', 'chart': False, 'title': 'role port that no pod may reach under the NetworkPolicy', 'when': "`networkPolicy.enabled`, a role has a port, `networkPolicy.allowRelease: false`, and no `ingress.from` or `extraIngress` (chart-wide or the role's) lets anything in: its Service answers nobody, and `helm test` fails", 'fix': "Give the role's clients in `networkPolicy.ingress.from` / `handlers.<role>.networkPolicy.ingress.from`, or keep `networkPolicy.allowRelease: true`"}, 'JH044': {'severity': 'error', 'chart': True, 'title': 'launching role without RBAC rules', 'when': '`handlers.<role>.launcher.enabled` with `launcher.rules: []`: the role gets an API token that may do nothing, and every launch fails with 403', 'fix': 'Remove `rules` (null: the launcher default, batch Jobs and pods) or list the PolicyRules the app needs'}, 'JH045': {'severity': 'error', 'chart': True, 'title': 'launcher settings on a role that does not launch', 'when': '`handlers.<role>.launcher.rules`, `namespace` or `podSecurity.mutate` set while `launcher.enabled` is false: nothing is rendered for them', 'fix': 'Set `launcher.enabled: true`, or remove them'}, 'JH046': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without API server egress for a launching role', 'when': "`networkPolicy.enabled`, a launching role, and neither `networkPolicy.apiServer.to` nor `networkPolicy.extraEgress` nor the role's `networkPolicy.extraEgress`: the policy denies every call to the API server, so nothing is launched or adopted", 'fix': "Set `networkPolicy.apiServer.to` to the API server's endpoint addresses (`kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes`), and `ports` to their port"}, 'JH047': {'severity': 'error', 'chart': True, 'title': "launched pods that the namespace's Pod Security refuses", 'when': '`launcher.podSecurity.podsMeet` is below `launcher.podSecurity.enforce` and no MutatingAdmissionPolicy lifts them (`mutate: true` only lifts to restricted, from Kubernetes 1.36, with a `podSelector`): the Job controller cannot create the pods and every launched job fails', 'fix': "Launch into a namespace labelled with the level the pods meet (`launcher.namespace`, `enforce: baseline`), or on ≥ 1.36 `podSecurity.mutate: true` with the launched pods' `podSelector`"}, 'JH048': {'severity': 'warning', 'chart': False, 'title': "launching role's grace sized for the launched work", 'when': "`handlers.<role>.maxJobRuntimeSeconds` ≥ `launcher.maxJobRuntimeSeconds`: the launched jobs run outside the pod and outlive it, so the grace only has to cover the launcher's own shutdown (its longest in-pod step: a launch, collecting outputs); a grace sized for the jobs holds rollouts, drains and autoscalers for nothing", 'fix': "Set `handlers.<role>.maxJobRuntimeSeconds` to the launcher's longest in-pod step (seconds to a few minutes)"}, 'JH049': {'severity': 'warning', 'chart': False, 'title': 'launcher API token automounted below Kubernetes 1.21', 'when': "a launching role with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the ServiceAccount token is automounted into every container of the role's pods, init containers and sidecars included", 'fix': "Accept it (the Role's rules bound what it may do) or target Kubernetes ≥ 1.21"}, 'JH050': {'severity': 'error', 'chart': True, 'title': 'environment variable name the API server refuses', 'when': "an `env[].name` or `envFrom[].prefix` (chart-wide, a role's, the migration's, or in a sidecar or init container) the target version's API server refuses: below Kubernetes 1.32 anything but letters, digits, `_`, `-` and `.` with no leading digit (or `.`, `..`, `..`-prefixed); from 1.32 (RelaxedEnvironmentVariableValidation, KEP-4369) `=` or a character outside printable ASCII", 'fix': 'Rename it to letters, digits and `_` (valid on every version)'}, 'JH051': {'severity': 'error', 'chart': False, 'title': 'NetworkPolicy ipBlock the API server refuses', 'when': "an `ipBlock` in a NetworkPolicy peer list (`networkPolicy.database.to`, `dns.to`, `apiServer.to`, `ingress.from`, `extraEgress`, `extraIngress`, or a role's) whose `cidr` is not a CIDR (address/prefix) or has an `except` entry that is not a strict subset of it; from Kubernetes 1.36 (StrictIPCIDRValidation, KEP-4858) also one with bits set beyond its prefix length, leading zeros or an IPv4-mapped IPv6 address", 'fix': 'Give the network address with its prefix, e.g. `10.0.0.0/24` or `10.0.0.5/32`, and `except` entries inside it'}, 'JH052': {'severity': 'error', 'chart': False, 'title': 'extended resource without an equal limit', 'when': "a resources block (`defaultResources`, a role's, `waitForMigrations`, `migration`, `helmTest`) requests an extended resource (e.g. `nvidia.com/gpu`) without a limit equal to the request: the API server refuses the container", 'fix': 'Give the extended resource the same request and limit'}, 'JH055': {'severity': 'error', 'chart': True, 'title': 'two autoscalers on one role', 'when': "`handlers.<role>.autoscaling.hpa.enabled` and `autoscaling.keda.enabled` both true: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas", 'fix': 'Keep one of them'}, 'JH056': {'severity': 'error', 'chart': False, 'title': 'replicas beside an autoscaler', 'when': "`handlers.<role>.replicas` set in the file on an autoscaled role: the chart leaves `replicas` out (so `helm upgrade` keeps the autoscaler's count), and the number would be silently ignored", 'fix': 'Remove `replicas`; set `minReplicas` (HPA) or `minReplicaCount` (KEDA)'}, 'JH057': {'severity': 'warning', 'chart': False, 'title': 'scale to zero without a drain', 'when': '`autoscaling.keda.minReplicaCount: 0` on a role with `drain.mode: none`: the trigger counts queued work, not work in flight, so the last pod is removed while it runs jobs and SIGTERM alone must finish them', 'fix': 'A drain adapter (`marker`, `signal`, `command`), or `minReplicaCount` ≥ 1'}, 'JH058': {'severity': 'warning', 'chart': False, 'title': 'scale-down window shorter than a poll, or behavior the cluster drops', 'when': "an autoscaled role's `behavior.scaleDown.stabilizationWindowSeconds` (HPA) or `advanced.horizontalPodAutoscalerConfig.behavior` (KEDA) is shorter than one poll of its metrics (15 s for the HPA, `pollingInterval` for KEDA): one noisy sample removes pods; or an HPA `behavior` below Kubernetes 1.18, which drops it", 'fix': 'Remove it (the chart derives one, README Autoscaling) or raise it to at least one poll'}, 'JH059': {'severity': 'warning', 'chart': False, 'title': 'queue-length trigger with prefetching consumers', 'when': "a KEDA `rabbitmq` trigger in `QueueLength` mode on a role with `drain.runtimeMultiplier` > 1 (consumers that prefetch): RabbitMQ's queue length leaves out delivered, unacknowledged messages, so KEDA scales in while every window is full", 'fix': "`mode: MessageRate`, a trigger on the app's own in-flight count, or no prefetch"}}}
 
 
 class JsonSchemaValueException(ValueError):
@@ -25,6 +25,14 @@ REGEX_PATTERNS = {
     '^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$': re.compile('^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?\\Z'),
     '^sha256:[a-f0-9]{64}$': re.compile('^sha256:[a-f0-9]{64}\\Z'),
     '^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$': re.compile('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?\\Z'),
+    '^[ -<>-~]+$': re.compile('^[ -<>-~]+\\Z'),
+    '^(cpu|memory|ephemeral-storage)$': re.compile('^(cpu|memory|ephemeral-storage)$'),
+    '^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$': re.compile('^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'),
+    '^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$': re.compile('^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?\\Z'),
+    '^[0-9]+([KMGTPE]i|[kMGTPE])?$': re.compile('^[0-9]+([KMGTPE]i|[kMGTPE])?\\Z'),
+    '^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$': re.compile('^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)\\Z'),
+    '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$': re.compile('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\\Z'),
+    '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$': re.compile('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\\Z'),
     '^/[^\'"\\$`\\\\ ]*$': re.compile('^/[^\'"\\$`\\\\ ]*\\Z'),
     '^[^\'"\\$`\\\\ ;&|<>()]+$': re.compile('^[^\'"\\$`\\\\ ;&|<>()]+\\Z'),
     '^[0-9]+\\.[0-9]+$': re.compile('^[0-9]+\\.[0-9]+\\Z'),
@@ -36,7 +44,9 @@ REGEX_PATTERNS = {
     '^[0-9]+%$': re.compile('^[0-9]+%\\Z'),
     '^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$': re.compile('^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?\\Z'),
     '^[a-z0-9]([a-z0-9-]{0,13})$': re.compile('^[a-z0-9]([a-z0-9-]{0,13})\\Z'),
-    '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\Z')
+    '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\Z'),
+    '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\Z'),
+    '^[ -<>-~]*$': re.compile('^[ -<>-~]*\\Z')
 }
 
 NoneType = type(None)
@@ -416,6 +426,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__migration__backoffLimit, (int, float, Decimal)):
                         if data__migration__backoffLimit < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.backoffLimit must be bigger than or equal to 0")
+                        if data__migration__backoffLimit > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.backoffLimit must be smaller than or equal to 2147483647")
                 if "activeDeadlineSeconds" in data__migration_keys:
                     data__migration_keys.remove("activeDeadlineSeconds")
                     data__migration__activeDeadlineSeconds = data__migration["activeDeadlineSeconds"]
@@ -437,6 +449,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__migration__ttlSecondsAfterFinished, (int, float, Decimal)):
                         if data__migration__ttlSecondsAfterFinished < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.ttlSecondsAfterFinished must be bigger than or equal to 0")
+                        if data__migration__ttlSecondsAfterFinished > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.ttlSecondsAfterFinished must be smaller than or equal to 2147483647")
                 if "waitForDatabase" in data__migration_keys:
                     data__migration_keys.remove("waitForDatabase")
                     data__migration__waitForDatabase = data__migration["waitForDatabase"]
@@ -505,6 +519,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                                         data__migration__env_item__name_len = len(data__migration__env_item__name)
                                         if data__migration__env_item__name_len < 1:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.env[{data__migration__env_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                                        if not REGEX_PATTERNS['^[ -<>-~]+$'].search(data__migration__env_item__name):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.env[{data__migration__env_x}].name".format(**locals()) + " must match pattern ^[ -<>-~]+$")
                 if "resources" in data__migration_keys:
                     data__migration_keys.remove("resources")
                     data__migration__resources = data__migration["resources"]
@@ -521,11 +537,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__migration__resources__requests_is_dict = isinstance(data__migration__resources__requests, dict)
                             if data__migration__resources__requests_is_dict:
                                 data__migration__resources__requests_keys = set(data__migration__resources__requests.keys())
-                                for data__migration__resources__requests_key in data__migration__resources__requests_keys:
-                                    if data__migration__resources__requests_key not in []:
-                                        data__migration__resources__requests_value = data__migration__resources__requests.get(data__migration__resources__requests_key)
-                                        if not isinstance(data__migration__resources__requests_value, (str, int, float, Decimal)) or isinstance(data__migration__resources__requests_value, bool):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be string or number")
+                                for data__migration__resources__requests_key, data__migration__resources__requests_val in data__migration__resources__requests.items():
+                                    if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__migration__resources__requests_key):
+                                        if data__migration__resources__requests_key in data__migration__resources__requests_keys:
+                                            data__migration__resources__requests_keys.remove(data__migration__resources__requests_key)
+                                        data__migration__resources__requests_val_any_of_count1 = 0
+                                        if not data__migration__resources__requests_val_any_of_count1:
+                                            try:
+                                                if not isinstance(data__migration__resources__requests_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__migration__resources__requests_val, str):
+                                                    if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__migration__resources__requests_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                                data__migration__resources__requests_val_any_of_count1 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__requests_val_any_of_count1:
+                                            try:
+                                                if not isinstance(data__migration__resources__requests_val, (int, float, Decimal)) or isinstance(data__migration__resources__requests_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be number")
+                                                if isinstance(data__migration__resources__requests_val, (int, float, Decimal)):
+                                                    if data__migration__resources__requests_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__migration__resources__requests_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__migration__resources__requests_val_any_of_count1 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__requests_val_any_of_count1:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                                    if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__migration__resources__requests_key):
+                                        if data__migration__resources__requests_key in data__migration__resources__requests_keys:
+                                            data__migration__resources__requests_keys.remove(data__migration__resources__requests_key)
+                                        data__migration__resources__requests_val_any_of_count2 = 0
+                                        if not data__migration__resources__requests_val_any_of_count2:
+                                            try:
+                                                if not isinstance(data__migration__resources__requests_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__migration__resources__requests_val, str):
+                                                    if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__migration__resources__requests_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                                data__migration__resources__requests_val_any_of_count2 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__requests_val_any_of_count2:
+                                            try:
+                                                if not isinstance(data__migration__resources__requests_val, (int)) and not (isinstance(data__migration__resources__requests_val, float) and data__migration__resources__requests_val.is_integer()) or isinstance(data__migration__resources__requests_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be integer")
+                                                if isinstance(data__migration__resources__requests_val, (int, float, Decimal)):
+                                                    if data__migration__resources__requests_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__migration__resources__requests_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__migration__resources__requests_val_any_of_count2 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__requests_val_any_of_count2:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests.{data__migration__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                                if data__migration__resources__requests_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests must not contain "+str(data__migration__resources__requests_keys)+" properties")
+                                data__migration__resources__requests_len = len(data__migration__resources__requests)
+                                if data__migration__resources__requests_len != 0:
+                                    data__migration__resources__requests_property_names = True
+                                    for data__migration__resources__requests_key in data__migration__resources__requests:
+                                        try:
+                                            if isinstance(data__migration__resources__requests_key, str):
+                                                if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__migration__resources__requests_key):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                        except JsonSchemaValueException:
+                                            data__migration__resources__requests_property_names = False
+                                    if not data__migration__resources__requests_property_names:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.requests must be named by propertyName definition")
                         if "limits" in data__migration__resources_keys:
                             data__migration__resources_keys.remove("limits")
                             data__migration__resources__limits = data__migration__resources["limits"]
@@ -534,11 +612,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__migration__resources__limits_is_dict = isinstance(data__migration__resources__limits, dict)
                             if data__migration__resources__limits_is_dict:
                                 data__migration__resources__limits_keys = set(data__migration__resources__limits.keys())
-                                for data__migration__resources__limits_key in data__migration__resources__limits_keys:
-                                    if data__migration__resources__limits_key not in []:
-                                        data__migration__resources__limits_value = data__migration__resources__limits.get(data__migration__resources__limits_key)
-                                        if not isinstance(data__migration__resources__limits_value, (str, int, float, Decimal)) or isinstance(data__migration__resources__limits_value, bool):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be string or number")
+                                for data__migration__resources__limits_key, data__migration__resources__limits_val in data__migration__resources__limits.items():
+                                    if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__migration__resources__limits_key):
+                                        if data__migration__resources__limits_key in data__migration__resources__limits_keys:
+                                            data__migration__resources__limits_keys.remove(data__migration__resources__limits_key)
+                                        data__migration__resources__limits_val_any_of_count3 = 0
+                                        if not data__migration__resources__limits_val_any_of_count3:
+                                            try:
+                                                if not isinstance(data__migration__resources__limits_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__migration__resources__limits_val, str):
+                                                    if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__migration__resources__limits_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                                data__migration__resources__limits_val_any_of_count3 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__limits_val_any_of_count3:
+                                            try:
+                                                if not isinstance(data__migration__resources__limits_val, (int, float, Decimal)) or isinstance(data__migration__resources__limits_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be number")
+                                                if isinstance(data__migration__resources__limits_val, (int, float, Decimal)):
+                                                    if data__migration__resources__limits_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__migration__resources__limits_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__migration__resources__limits_val_any_of_count3 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__limits_val_any_of_count3:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                                    if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__migration__resources__limits_key):
+                                        if data__migration__resources__limits_key in data__migration__resources__limits_keys:
+                                            data__migration__resources__limits_keys.remove(data__migration__resources__limits_key)
+                                        data__migration__resources__limits_val_any_of_count4 = 0
+                                        if not data__migration__resources__limits_val_any_of_count4:
+                                            try:
+                                                if not isinstance(data__migration__resources__limits_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__migration__resources__limits_val, str):
+                                                    if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__migration__resources__limits_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                                data__migration__resources__limits_val_any_of_count4 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__limits_val_any_of_count4:
+                                            try:
+                                                if not isinstance(data__migration__resources__limits_val, (int)) and not (isinstance(data__migration__resources__limits_val, float) and data__migration__resources__limits_val.is_integer()) or isinstance(data__migration__resources__limits_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be integer")
+                                                if isinstance(data__migration__resources__limits_val, (int, float, Decimal)):
+                                                    if data__migration__resources__limits_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__migration__resources__limits_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__migration__resources__limits_val_any_of_count4 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__migration__resources__limits_val_any_of_count4:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits.{data__migration__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                                if data__migration__resources__limits_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits must not contain "+str(data__migration__resources__limits_keys)+" properties")
+                                data__migration__resources__limits_len = len(data__migration__resources__limits)
+                                if data__migration__resources__limits_len != 0:
+                                    data__migration__resources__limits_property_names = True
+                                    for data__migration__resources__limits_key in data__migration__resources__limits:
+                                        try:
+                                            if isinstance(data__migration__resources__limits_key, str):
+                                                if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__migration__resources__limits_key):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                        except JsonSchemaValueException:
+                                            data__migration__resources__limits_property_names = False
+                                    if not data__migration__resources__limits_property_names:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources.limits must be named by propertyName definition")
                         if data__migration__resources_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.resources must not contain "+str(data__migration__resources_keys)+" properties")
                 if "envFrom" in data__migration_keys:
@@ -582,6 +722,21 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__migration__podAnnotations_value = data__migration__podAnnotations.get(data__migration__podAnnotations_key)
                                 if not isinstance(data__migration__podAnnotations_value, (str)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podAnnotations.{data__migration__podAnnotations_key}".format(**locals()) + " must be string")
+                        data__migration__podAnnotations_len = len(data__migration__podAnnotations)
+                        if data__migration__podAnnotations_len != 0:
+                            data__migration__podAnnotations_property_names = True
+                            for data__migration__podAnnotations_key in data__migration__podAnnotations:
+                                try:
+                                    if isinstance(data__migration__podAnnotations_key, str):
+                                        data__migration__podAnnotations_key_len = len(data__migration__podAnnotations_key)
+                                        if data__migration__podAnnotations_key_len > 317:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podAnnotations must be shorter than or equal to 317 characters")
+                                        if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__migration__podAnnotations_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podAnnotations must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                                except JsonSchemaValueException:
+                                    data__migration__podAnnotations_property_names = False
+                            if not data__migration__podAnnotations_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podAnnotations must be named by propertyName definition")
                 if "podLabels" in data__migration_keys:
                     data__migration_keys.remove("podLabels")
                     data__migration__podLabels = data__migration["podLabels"]
@@ -595,6 +750,27 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__migration__podLabels_value = data__migration__podLabels.get(data__migration__podLabels_key)
                                 if not isinstance(data__migration__podLabels_value, (str)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podLabels.{data__migration__podLabels_key}".format(**locals()) + " must be string")
+                                if isinstance(data__migration__podLabels_value, str):
+                                    data__migration__podLabels_value_len = len(data__migration__podLabels_value)
+                                    if data__migration__podLabels_value_len > 63:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podLabels.{data__migration__podLabels_key}".format(**locals()) + " must be shorter than or equal to 63 characters")
+                                    if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__migration__podLabels_value):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podLabels.{data__migration__podLabels_key}".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+                        data__migration__podLabels_len = len(data__migration__podLabels)
+                        if data__migration__podLabels_len != 0:
+                            data__migration__podLabels_property_names = True
+                            for data__migration__podLabels_key in data__migration__podLabels:
+                                try:
+                                    if isinstance(data__migration__podLabels_key, str):
+                                        data__migration__podLabels_key_len = len(data__migration__podLabels_key)
+                                        if data__migration__podLabels_key_len > 317:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podLabels must be shorter than or equal to 317 characters")
+                                        if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__migration__podLabels_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podLabels must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                                except JsonSchemaValueException:
+                                    data__migration__podLabels_property_names = False
+                            if not data__migration__podLabels_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.podLabels must be named by propertyName definition")
                 if "onRollback" in data__migration_keys:
                     data__migration_keys.remove("onRollback")
                     data__migration__onRollback = data__migration["onRollback"]
@@ -646,6 +822,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                                                 data__migration__postDeploy__env_item__name_len = len(data__migration__postDeploy__env_item__name)
                                                 if data__migration__postDeploy__env_item__name_len < 1:
                                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                                                if not REGEX_PATTERNS['^[ -<>-~]+$'].search(data__migration__postDeploy__env_item__name):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".migration.postDeploy.env[{data__migration__postDeploy__env_x}].name".format(**locals()) + " must match pattern ^[ -<>-~]+$")
                         if "waitForRollout" in data__migration__postDeploy_keys:
                             data__migration__postDeploy_keys.remove("waitForRollout")
                             data__migration__postDeploy__waitForRollout = data__migration__postDeploy["waitForRollout"]
@@ -747,11 +925,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__waitForMigrations__resources__requests_is_dict = isinstance(data__waitForMigrations__resources__requests, dict)
                             if data__waitForMigrations__resources__requests_is_dict:
                                 data__waitForMigrations__resources__requests_keys = set(data__waitForMigrations__resources__requests.keys())
-                                for data__waitForMigrations__resources__requests_key in data__waitForMigrations__resources__requests_keys:
-                                    if data__waitForMigrations__resources__requests_key not in []:
-                                        data__waitForMigrations__resources__requests_value = data__waitForMigrations__resources__requests.get(data__waitForMigrations__resources__requests_key)
-                                        if not isinstance(data__waitForMigrations__resources__requests_value, (str, int, float, Decimal)) or isinstance(data__waitForMigrations__resources__requests_value, bool):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be string or number")
+                                for data__waitForMigrations__resources__requests_key, data__waitForMigrations__resources__requests_val in data__waitForMigrations__resources__requests.items():
+                                    if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__waitForMigrations__resources__requests_key):
+                                        if data__waitForMigrations__resources__requests_key in data__waitForMigrations__resources__requests_keys:
+                                            data__waitForMigrations__resources__requests_keys.remove(data__waitForMigrations__resources__requests_key)
+                                        data__waitForMigrations__resources__requests_val_any_of_count5 = 0
+                                        if not data__waitForMigrations__resources__requests_val_any_of_count5:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__requests_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__waitForMigrations__resources__requests_val, str):
+                                                    if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__waitForMigrations__resources__requests_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                                data__waitForMigrations__resources__requests_val_any_of_count5 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__requests_val_any_of_count5:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__requests_val, (int, float, Decimal)) or isinstance(data__waitForMigrations__resources__requests_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be number")
+                                                if isinstance(data__waitForMigrations__resources__requests_val, (int, float, Decimal)):
+                                                    if data__waitForMigrations__resources__requests_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__waitForMigrations__resources__requests_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__waitForMigrations__resources__requests_val_any_of_count5 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__requests_val_any_of_count5:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                                    if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__waitForMigrations__resources__requests_key):
+                                        if data__waitForMigrations__resources__requests_key in data__waitForMigrations__resources__requests_keys:
+                                            data__waitForMigrations__resources__requests_keys.remove(data__waitForMigrations__resources__requests_key)
+                                        data__waitForMigrations__resources__requests_val_any_of_count6 = 0
+                                        if not data__waitForMigrations__resources__requests_val_any_of_count6:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__requests_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__waitForMigrations__resources__requests_val, str):
+                                                    if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__waitForMigrations__resources__requests_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                                data__waitForMigrations__resources__requests_val_any_of_count6 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__requests_val_any_of_count6:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__requests_val, (int)) and not (isinstance(data__waitForMigrations__resources__requests_val, float) and data__waitForMigrations__resources__requests_val.is_integer()) or isinstance(data__waitForMigrations__resources__requests_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be integer")
+                                                if isinstance(data__waitForMigrations__resources__requests_val, (int, float, Decimal)):
+                                                    if data__waitForMigrations__resources__requests_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__waitForMigrations__resources__requests_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__waitForMigrations__resources__requests_val_any_of_count6 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__requests_val_any_of_count6:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests.{data__waitForMigrations__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                                if data__waitForMigrations__resources__requests_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests must not contain "+str(data__waitForMigrations__resources__requests_keys)+" properties")
+                                data__waitForMigrations__resources__requests_len = len(data__waitForMigrations__resources__requests)
+                                if data__waitForMigrations__resources__requests_len != 0:
+                                    data__waitForMigrations__resources__requests_property_names = True
+                                    for data__waitForMigrations__resources__requests_key in data__waitForMigrations__resources__requests:
+                                        try:
+                                            if isinstance(data__waitForMigrations__resources__requests_key, str):
+                                                if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__waitForMigrations__resources__requests_key):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                        except JsonSchemaValueException:
+                                            data__waitForMigrations__resources__requests_property_names = False
+                                    if not data__waitForMigrations__resources__requests_property_names:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.requests must be named by propertyName definition")
                         if "limits" in data__waitForMigrations__resources_keys:
                             data__waitForMigrations__resources_keys.remove("limits")
                             data__waitForMigrations__resources__limits = data__waitForMigrations__resources["limits"]
@@ -760,11 +1000,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__waitForMigrations__resources__limits_is_dict = isinstance(data__waitForMigrations__resources__limits, dict)
                             if data__waitForMigrations__resources__limits_is_dict:
                                 data__waitForMigrations__resources__limits_keys = set(data__waitForMigrations__resources__limits.keys())
-                                for data__waitForMigrations__resources__limits_key in data__waitForMigrations__resources__limits_keys:
-                                    if data__waitForMigrations__resources__limits_key not in []:
-                                        data__waitForMigrations__resources__limits_value = data__waitForMigrations__resources__limits.get(data__waitForMigrations__resources__limits_key)
-                                        if not isinstance(data__waitForMigrations__resources__limits_value, (str, int, float, Decimal)) or isinstance(data__waitForMigrations__resources__limits_value, bool):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be string or number")
+                                for data__waitForMigrations__resources__limits_key, data__waitForMigrations__resources__limits_val in data__waitForMigrations__resources__limits.items():
+                                    if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__waitForMigrations__resources__limits_key):
+                                        if data__waitForMigrations__resources__limits_key in data__waitForMigrations__resources__limits_keys:
+                                            data__waitForMigrations__resources__limits_keys.remove(data__waitForMigrations__resources__limits_key)
+                                        data__waitForMigrations__resources__limits_val_any_of_count7 = 0
+                                        if not data__waitForMigrations__resources__limits_val_any_of_count7:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__limits_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__waitForMigrations__resources__limits_val, str):
+                                                    if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__waitForMigrations__resources__limits_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                                data__waitForMigrations__resources__limits_val_any_of_count7 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__limits_val_any_of_count7:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__limits_val, (int, float, Decimal)) or isinstance(data__waitForMigrations__resources__limits_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be number")
+                                                if isinstance(data__waitForMigrations__resources__limits_val, (int, float, Decimal)):
+                                                    if data__waitForMigrations__resources__limits_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__waitForMigrations__resources__limits_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__waitForMigrations__resources__limits_val_any_of_count7 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__limits_val_any_of_count7:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                                    if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__waitForMigrations__resources__limits_key):
+                                        if data__waitForMigrations__resources__limits_key in data__waitForMigrations__resources__limits_keys:
+                                            data__waitForMigrations__resources__limits_keys.remove(data__waitForMigrations__resources__limits_key)
+                                        data__waitForMigrations__resources__limits_val_any_of_count8 = 0
+                                        if not data__waitForMigrations__resources__limits_val_any_of_count8:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__limits_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__waitForMigrations__resources__limits_val, str):
+                                                    if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__waitForMigrations__resources__limits_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                                data__waitForMigrations__resources__limits_val_any_of_count8 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__limits_val_any_of_count8:
+                                            try:
+                                                if not isinstance(data__waitForMigrations__resources__limits_val, (int)) and not (isinstance(data__waitForMigrations__resources__limits_val, float) and data__waitForMigrations__resources__limits_val.is_integer()) or isinstance(data__waitForMigrations__resources__limits_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be integer")
+                                                if isinstance(data__waitForMigrations__resources__limits_val, (int, float, Decimal)):
+                                                    if data__waitForMigrations__resources__limits_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__waitForMigrations__resources__limits_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__waitForMigrations__resources__limits_val_any_of_count8 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__waitForMigrations__resources__limits_val_any_of_count8:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits.{data__waitForMigrations__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                                if data__waitForMigrations__resources__limits_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits must not contain "+str(data__waitForMigrations__resources__limits_keys)+" properties")
+                                data__waitForMigrations__resources__limits_len = len(data__waitForMigrations__resources__limits)
+                                if data__waitForMigrations__resources__limits_len != 0:
+                                    data__waitForMigrations__resources__limits_property_names = True
+                                    for data__waitForMigrations__resources__limits_key in data__waitForMigrations__resources__limits:
+                                        try:
+                                            if isinstance(data__waitForMigrations__resources__limits_key, str):
+                                                if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__waitForMigrations__resources__limits_key):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                        except JsonSchemaValueException:
+                                            data__waitForMigrations__resources__limits_property_names = False
+                                    if not data__waitForMigrations__resources__limits_property_names:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources.limits must be named by propertyName definition")
                         if data__waitForMigrations__resources_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForMigrations.resources must not contain "+str(data__waitForMigrations__resources_keys)+" properties")
                 if "acceptAhead" in data__waitForMigrations_keys:
@@ -836,6 +1138,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__readiness__periodSeconds, (int, float, Decimal)):
                         if data__readiness__periodSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.periodSeconds must be bigger than or equal to 1")
+                        if data__readiness__periodSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.periodSeconds must be smaller than or equal to 2147483647")
                 if "failureThreshold" in data__readiness_keys:
                     data__readiness_keys.remove("failureThreshold")
                     data__readiness__failureThreshold = data__readiness["failureThreshold"]
@@ -844,6 +1148,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__readiness__failureThreshold, (int, float, Decimal)):
                         if data__readiness__failureThreshold < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.failureThreshold must be bigger than or equal to 1")
+                        if data__readiness__failureThreshold > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.failureThreshold must be smaller than or equal to 2147483647")
                 if "timeoutSeconds" in data__readiness_keys:
                     data__readiness_keys.remove("timeoutSeconds")
                     data__readiness__timeoutSeconds = data__readiness["timeoutSeconds"]
@@ -852,6 +1158,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__readiness__timeoutSeconds, (int, float, Decimal)):
                         if data__readiness__timeoutSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.timeoutSeconds must be bigger than or equal to 1")
+                        if data__readiness__timeoutSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.timeoutSeconds must be smaller than or equal to 2147483647")
                 if "exec" in data__readiness_keys:
                     data__readiness_keys.remove("exec")
                     data__readiness__exec = data__readiness["exec"]
@@ -880,6 +1188,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__readiness__successThreshold, (int, float, Decimal)):
                         if data__readiness__successThreshold < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.successThreshold must be bigger than or equal to 1")
+                        if data__readiness__successThreshold > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.successThreshold must be smaller than or equal to 2147483647")
                 if "initialDelaySeconds" in data__readiness_keys:
                     data__readiness_keys.remove("initialDelaySeconds")
                     data__readiness__initialDelaySeconds = data__readiness["initialDelaySeconds"]
@@ -888,6 +1198,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__readiness__initialDelaySeconds, (int, float, Decimal)):
                         if data__readiness__initialDelaySeconds < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.initialDelaySeconds must be bigger than or equal to 0")
+                        if data__readiness__initialDelaySeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness.initialDelaySeconds must be smaller than or equal to 2147483647")
                 if data__readiness_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".readiness must not contain "+str(data__readiness_keys)+" properties")
         if "liveness" in data_keys:
@@ -918,6 +1230,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__liveness__periodSeconds, (int, float, Decimal)):
                         if data__liveness__periodSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.periodSeconds must be bigger than or equal to 1")
+                        if data__liveness__periodSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.periodSeconds must be smaller than or equal to 2147483647")
                 if "failureThreshold" in data__liveness_keys:
                     data__liveness_keys.remove("failureThreshold")
                     data__liveness__failureThreshold = data__liveness["failureThreshold"]
@@ -926,6 +1240,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__liveness__failureThreshold, (int, float, Decimal)):
                         if data__liveness__failureThreshold < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.failureThreshold must be bigger than or equal to 1")
+                        if data__liveness__failureThreshold > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.failureThreshold must be smaller than or equal to 2147483647")
                 if "timeoutSeconds" in data__liveness_keys:
                     data__liveness_keys.remove("timeoutSeconds")
                     data__liveness__timeoutSeconds = data__liveness["timeoutSeconds"]
@@ -934,6 +1250,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__liveness__timeoutSeconds, (int, float, Decimal)):
                         if data__liveness__timeoutSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.timeoutSeconds must be bigger than or equal to 1")
+                        if data__liveness__timeoutSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.timeoutSeconds must be smaller than or equal to 2147483647")
                 if "terminationGracePeriodSeconds" in data__liveness_keys:
                     data__liveness_keys.remove("terminationGracePeriodSeconds")
                     data__liveness__terminationGracePeriodSeconds = data__liveness["terminationGracePeriodSeconds"]
@@ -970,6 +1288,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__liveness__successThreshold, (int, float, Decimal)):
                         if data__liveness__successThreshold < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.successThreshold must be bigger than or equal to 1")
+                        if data__liveness__successThreshold > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.successThreshold must be smaller than or equal to 2147483647")
                 if "initialDelaySeconds" in data__liveness_keys:
                     data__liveness_keys.remove("initialDelaySeconds")
                     data__liveness__initialDelaySeconds = data__liveness["initialDelaySeconds"]
@@ -978,6 +1298,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__liveness__initialDelaySeconds, (int, float, Decimal)):
                         if data__liveness__initialDelaySeconds < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.initialDelaySeconds must be bigger than or equal to 0")
+                        if data__liveness__initialDelaySeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness.initialDelaySeconds must be smaller than or equal to 2147483647")
                 if data__liveness_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".liveness must not contain "+str(data__liveness_keys)+" properties")
         if "startupProbe" in data_keys:
@@ -1023,6 +1345,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__startupProbe__periodSeconds, (int, float, Decimal)):
                         if data__startupProbe__periodSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.periodSeconds must be bigger than or equal to 1")
+                        if data__startupProbe__periodSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.periodSeconds must be smaller than or equal to 2147483647")
                 if "failureThreshold" in data__startupProbe_keys:
                     data__startupProbe_keys.remove("failureThreshold")
                     data__startupProbe__failureThreshold = data__startupProbe["failureThreshold"]
@@ -1031,6 +1355,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__startupProbe__failureThreshold, (int, float, Decimal)):
                         if data__startupProbe__failureThreshold < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.failureThreshold must be bigger than or equal to 1")
+                        if data__startupProbe__failureThreshold > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.failureThreshold must be smaller than or equal to 2147483647")
                 if "timeoutSeconds" in data__startupProbe_keys:
                     data__startupProbe_keys.remove("timeoutSeconds")
                     data__startupProbe__timeoutSeconds = data__startupProbe["timeoutSeconds"]
@@ -1039,6 +1365,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__startupProbe__timeoutSeconds, (int, float, Decimal)):
                         if data__startupProbe__timeoutSeconds < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.timeoutSeconds must be bigger than or equal to 1")
+                        if data__startupProbe__timeoutSeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.timeoutSeconds must be smaller than or equal to 2147483647")
                 if "exec" in data__startupProbe_keys:
                     data__startupProbe_keys.remove("exec")
                     data__startupProbe__exec = data__startupProbe["exec"]
@@ -1067,6 +1395,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__startupProbe__successThreshold, (int, float, Decimal)):
                         if data__startupProbe__successThreshold < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.successThreshold must be bigger than or equal to 1")
+                        if data__startupProbe__successThreshold > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.successThreshold must be smaller than or equal to 2147483647")
                 if "initialDelaySeconds" in data__startupProbe_keys:
                     data__startupProbe_keys.remove("initialDelaySeconds")
                     data__startupProbe__initialDelaySeconds = data__startupProbe["initialDelaySeconds"]
@@ -1075,6 +1405,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                     if isinstance(data__startupProbe__initialDelaySeconds, (int, float, Decimal)):
                         if data__startupProbe__initialDelaySeconds < 0:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.initialDelaySeconds must be bigger than or equal to 0")
+                        if data__startupProbe__initialDelaySeconds > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe.initialDelaySeconds must be smaller than or equal to 2147483647")
                 if data__startupProbe_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".startupProbe must not contain "+str(data__startupProbe_keys)+" properties")
         if "drain" in data_keys:
@@ -1091,8 +1423,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                 if "runtimeMultiplier" in data__drain_keys:
                     data__drain_keys.remove("runtimeMultiplier")
                     data__drain__runtimeMultiplier = data__drain["runtimeMultiplier"]
-                    data__drain__runtimeMultiplier_any_of_count1 = 0
-                    if not data__drain__runtimeMultiplier_any_of_count1:
+                    data__drain__runtimeMultiplier_any_of_count9 = 0
+                    if not data__drain__runtimeMultiplier_any_of_count9:
                         try:
                             if not isinstance(data__drain__runtimeMultiplier, (int, float, Decimal)) or isinstance(data__drain__runtimeMultiplier, bool):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain.runtimeMultiplier must be number")
@@ -1101,18 +1433,18 @@ def validate(data, custom_formats={}, name_prefix=None):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain.runtimeMultiplier must be bigger than or equal to 1")
                                 if data__drain__runtimeMultiplier > 100:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain.runtimeMultiplier must be smaller than or equal to 100")
-                            data__drain__runtimeMultiplier_any_of_count1 += 1
+                            data__drain__runtimeMultiplier_any_of_count9 += 1
                         except JsonSchemaValueException: pass
-                    if not data__drain__runtimeMultiplier_any_of_count1:
+                    if not data__drain__runtimeMultiplier_any_of_count9:
                         try:
                             if not isinstance(data__drain__runtimeMultiplier, (str)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain.runtimeMultiplier must be string")
                             if isinstance(data__drain__runtimeMultiplier, str):
                                 if not REGEX_PATTERNS['^[0-9]+(\\.[0-9]+)?$'].search(data__drain__runtimeMultiplier):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain.runtimeMultiplier must match pattern ^[0-9]+(\\.[0-9]+)?$")
-                            data__drain__runtimeMultiplier_any_of_count1 += 1
+                            data__drain__runtimeMultiplier_any_of_count9 += 1
                         except JsonSchemaValueException: pass
-                    if not data__drain__runtimeMultiplier_any_of_count1:
+                    if not data__drain__runtimeMultiplier_any_of_count9:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".drain.runtimeMultiplier cannot be validated by any definition")
                 if "bufferSeconds" in data__drain_keys:
                     data__drain_keys.remove("bufferSeconds")
@@ -1363,8 +1695,8 @@ def validate(data, custom_formats={}, name_prefix=None):
                         if "to" in data__networkPolicy__dns_keys:
                             data__networkPolicy__dns_keys.remove("to")
                             data__networkPolicy__dns__to = data__networkPolicy__dns["to"]
-                            data__networkPolicy__dns__to_any_of_count2 = 0
-                            if not data__networkPolicy__dns__to_any_of_count2:
+                            data__networkPolicy__dns__to_any_of_count10 = 0
+                            if not data__networkPolicy__dns__to_any_of_count10:
                                 try:
                                     if not isinstance(data__networkPolicy__dns__to, (list, tuple)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to must be array")
@@ -1421,15 +1753,15 @@ def validate(data, custom_formats={}, name_prefix=None):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__dns__to_item__ipBlock_keys)+" properties")
                                                 if data__networkPolicy__dns__to_item_keys:
                                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__dns__to_item_keys)+" properties")
-                                    data__networkPolicy__dns__to_any_of_count2 += 1
+                                    data__networkPolicy__dns__to_any_of_count10 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__networkPolicy__dns__to_any_of_count2:
+                            if not data__networkPolicy__dns__to_any_of_count10:
                                 try:
                                     if not isinstance(data__networkPolicy__dns__to, (NoneType)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to must be null")
-                                    data__networkPolicy__dns__to_any_of_count2 += 1
+                                    data__networkPolicy__dns__to_any_of_count10 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__networkPolicy__dns__to_any_of_count2:
+                            if not data__networkPolicy__dns__to_any_of_count10:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to cannot be validated by any definition")
                         if data__networkPolicy__dns_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns must not contain "+str(data__networkPolicy__dns_keys)+" properties")
@@ -1595,6 +1927,21 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__serviceAccount__annotations_value = data__serviceAccount__annotations.get(data__serviceAccount__annotations_key)
                                 if not isinstance(data__serviceAccount__annotations_value, (str)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".serviceAccount.annotations.{data__serviceAccount__annotations_key}".format(**locals()) + " must be string")
+                        data__serviceAccount__annotations_len = len(data__serviceAccount__annotations)
+                        if data__serviceAccount__annotations_len != 0:
+                            data__serviceAccount__annotations_property_names = True
+                            for data__serviceAccount__annotations_key in data__serviceAccount__annotations:
+                                try:
+                                    if isinstance(data__serviceAccount__annotations_key, str):
+                                        data__serviceAccount__annotations_key_len = len(data__serviceAccount__annotations_key)
+                                        if data__serviceAccount__annotations_key_len > 317:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".serviceAccount.annotations must be shorter than or equal to 317 characters")
+                                        if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__serviceAccount__annotations_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".serviceAccount.annotations must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                                except JsonSchemaValueException:
+                                    data__serviceAccount__annotations_property_names = False
+                            if not data__serviceAccount__annotations_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".serviceAccount.annotations must be named by propertyName definition")
                 if "automountServiceAccountToken" in data__serviceAccount_keys:
                     data__serviceAccount_keys.remove("automountServiceAccountToken")
                     data__serviceAccount__automountServiceAccountToken = data__serviceAccount["automountServiceAccountToken"]
@@ -1615,6 +1962,21 @@ def validate(data, custom_formats={}, name_prefix=None):
                         data__podAnnotations_value = data__podAnnotations.get(data__podAnnotations_key)
                         if not isinstance(data__podAnnotations_value, (str)):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations.{data__podAnnotations_key}".format(**locals()) + " must be string")
+                data__podAnnotations_len = len(data__podAnnotations)
+                if data__podAnnotations_len != 0:
+                    data__podAnnotations_property_names = True
+                    for data__podAnnotations_key in data__podAnnotations:
+                        try:
+                            if isinstance(data__podAnnotations_key, str):
+                                data__podAnnotations_key_len = len(data__podAnnotations_key)
+                                if data__podAnnotations_key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__podAnnotations_key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        except JsonSchemaValueException:
+                            data__podAnnotations_property_names = False
+                    if not data__podAnnotations_property_names:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations must be named by propertyName definition")
         if "podLabels" in data_keys:
             data_keys.remove("podLabels")
             data__podLabels = data["podLabels"]
@@ -1628,6 +1990,27 @@ def validate(data, custom_formats={}, name_prefix=None):
                         data__podLabels_value = data__podLabels.get(data__podLabels_key)
                         if not isinstance(data__podLabels_value, (str)):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels.{data__podLabels_key}".format(**locals()) + " must be string")
+                        if isinstance(data__podLabels_value, str):
+                            data__podLabels_value_len = len(data__podLabels_value)
+                            if data__podLabels_value_len > 63:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels.{data__podLabels_key}".format(**locals()) + " must be shorter than or equal to 63 characters")
+                            if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__podLabels_value):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels.{data__podLabels_key}".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+                data__podLabels_len = len(data__podLabels)
+                if data__podLabels_len != 0:
+                    data__podLabels_property_names = True
+                    for data__podLabels_key in data__podLabels:
+                        try:
+                            if isinstance(data__podLabels_key, str):
+                                data__podLabels_key_len = len(data__podLabels_key)
+                                if data__podLabels_key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__podLabels_key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        except JsonSchemaValueException:
+                            data__podLabels_property_names = False
+                    if not data__podLabels_property_names:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels must be named by propertyName definition")
         if "handlers" in data_keys:
             data_keys.remove("handlers")
             data__handlers = data["handlers"]
@@ -1639,19 +2022,19 @@ def validate(data, custom_formats={}, name_prefix=None):
                 for data__handlers_key in data__handlers_keys:
                     if data__handlers_key not in []:
                         data__handlers_value = data__handlers.get(data__handlers_key)
-                        data__handlers_value_any_of_count3 = 0
-                        if not data__handlers_value_any_of_count3:
+                        data__handlers_value_any_of_count11 = 0
+                        if not data__handlers_value_any_of_count11:
                             try:
                                 validate___definitions_role(data__handlers_value, custom_formats, (name_prefix or "data") + ".handlers.{data__handlers_key}".format(**locals()))
-                                data__handlers_value_any_of_count3 += 1
+                                data__handlers_value_any_of_count11 += 1
                             except JsonSchemaValueException: pass
-                        if not data__handlers_value_any_of_count3:
+                        if not data__handlers_value_any_of_count11:
                             try:
                                 if not isinstance(data__handlers_value, (NoneType)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".handlers.{data__handlers_key}".format(**locals()) + " must be null")
-                                data__handlers_value_any_of_count3 += 1
+                                data__handlers_value_any_of_count11 += 1
                             except JsonSchemaValueException: pass
-                        if not data__handlers_value_any_of_count3:
+                        if not data__handlers_value_any_of_count11:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".handlers.{data__handlers_key}".format(**locals()) + " cannot be validated by any definition")
                 data__handlers_len = len(data__handlers)
                 if data__handlers_len != 0:
@@ -1770,6 +2153,21 @@ def validate(data, custom_formats={}, name_prefix=None):
                                 data__service__annotations_value = data__service__annotations.get(data__service__annotations_key)
                                 if not isinstance(data__service__annotations_value, (str)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations.{data__service__annotations_key}".format(**locals()) + " must be string")
+                        data__service__annotations_len = len(data__service__annotations)
+                        if data__service__annotations_len != 0:
+                            data__service__annotations_property_names = True
+                            for data__service__annotations_key in data__service__annotations:
+                                try:
+                                    if isinstance(data__service__annotations_key, str):
+                                        data__service__annotations_key_len = len(data__service__annotations_key)
+                                        if data__service__annotations_key_len > 317:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations must be shorter than or equal to 317 characters")
+                                        if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__service__annotations_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                                except JsonSchemaValueException:
+                                    data__service__annotations_property_names = False
+                            if not data__service__annotations_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations must be named by propertyName definition")
                 if data__service_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".service must not contain "+str(data__service_keys)+" properties")
         if "platforms" in data_keys:
@@ -1840,11 +2238,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__helmTest__resources__requests_is_dict = isinstance(data__helmTest__resources__requests, dict)
                             if data__helmTest__resources__requests_is_dict:
                                 data__helmTest__resources__requests_keys = set(data__helmTest__resources__requests.keys())
-                                for data__helmTest__resources__requests_key in data__helmTest__resources__requests_keys:
-                                    if data__helmTest__resources__requests_key not in []:
-                                        data__helmTest__resources__requests_value = data__helmTest__resources__requests.get(data__helmTest__resources__requests_key)
-                                        if not isinstance(data__helmTest__resources__requests_value, (str, int, float, Decimal)) or isinstance(data__helmTest__resources__requests_value, bool):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be string or number")
+                                for data__helmTest__resources__requests_key, data__helmTest__resources__requests_val in data__helmTest__resources__requests.items():
+                                    if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__helmTest__resources__requests_key):
+                                        if data__helmTest__resources__requests_key in data__helmTest__resources__requests_keys:
+                                            data__helmTest__resources__requests_keys.remove(data__helmTest__resources__requests_key)
+                                        data__helmTest__resources__requests_val_any_of_count12 = 0
+                                        if not data__helmTest__resources__requests_val_any_of_count12:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__requests_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__helmTest__resources__requests_val, str):
+                                                    if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__helmTest__resources__requests_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                                data__helmTest__resources__requests_val_any_of_count12 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__requests_val_any_of_count12:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__requests_val, (int, float, Decimal)) or isinstance(data__helmTest__resources__requests_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be number")
+                                                if isinstance(data__helmTest__resources__requests_val, (int, float, Decimal)):
+                                                    if data__helmTest__resources__requests_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__helmTest__resources__requests_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__helmTest__resources__requests_val_any_of_count12 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__requests_val_any_of_count12:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                                    if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__helmTest__resources__requests_key):
+                                        if data__helmTest__resources__requests_key in data__helmTest__resources__requests_keys:
+                                            data__helmTest__resources__requests_keys.remove(data__helmTest__resources__requests_key)
+                                        data__helmTest__resources__requests_val_any_of_count13 = 0
+                                        if not data__helmTest__resources__requests_val_any_of_count13:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__requests_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__helmTest__resources__requests_val, str):
+                                                    if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__helmTest__resources__requests_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                                data__helmTest__resources__requests_val_any_of_count13 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__requests_val_any_of_count13:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__requests_val, (int)) and not (isinstance(data__helmTest__resources__requests_val, float) and data__helmTest__resources__requests_val.is_integer()) or isinstance(data__helmTest__resources__requests_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be integer")
+                                                if isinstance(data__helmTest__resources__requests_val, (int, float, Decimal)):
+                                                    if data__helmTest__resources__requests_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__helmTest__resources__requests_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__helmTest__resources__requests_val_any_of_count13 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__requests_val_any_of_count13:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests.{data__helmTest__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                                if data__helmTest__resources__requests_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests must not contain "+str(data__helmTest__resources__requests_keys)+" properties")
+                                data__helmTest__resources__requests_len = len(data__helmTest__resources__requests)
+                                if data__helmTest__resources__requests_len != 0:
+                                    data__helmTest__resources__requests_property_names = True
+                                    for data__helmTest__resources__requests_key in data__helmTest__resources__requests:
+                                        try:
+                                            if isinstance(data__helmTest__resources__requests_key, str):
+                                                if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__helmTest__resources__requests_key):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                        except JsonSchemaValueException:
+                                            data__helmTest__resources__requests_property_names = False
+                                    if not data__helmTest__resources__requests_property_names:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.requests must be named by propertyName definition")
                         if "limits" in data__helmTest__resources_keys:
                             data__helmTest__resources_keys.remove("limits")
                             data__helmTest__resources__limits = data__helmTest__resources["limits"]
@@ -1853,11 +2313,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                             data__helmTest__resources__limits_is_dict = isinstance(data__helmTest__resources__limits, dict)
                             if data__helmTest__resources__limits_is_dict:
                                 data__helmTest__resources__limits_keys = set(data__helmTest__resources__limits.keys())
-                                for data__helmTest__resources__limits_key in data__helmTest__resources__limits_keys:
-                                    if data__helmTest__resources__limits_key not in []:
-                                        data__helmTest__resources__limits_value = data__helmTest__resources__limits.get(data__helmTest__resources__limits_key)
-                                        if not isinstance(data__helmTest__resources__limits_value, (str, int, float, Decimal)) or isinstance(data__helmTest__resources__limits_value, bool):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be string or number")
+                                for data__helmTest__resources__limits_key, data__helmTest__resources__limits_val in data__helmTest__resources__limits.items():
+                                    if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__helmTest__resources__limits_key):
+                                        if data__helmTest__resources__limits_key in data__helmTest__resources__limits_keys:
+                                            data__helmTest__resources__limits_keys.remove(data__helmTest__resources__limits_key)
+                                        data__helmTest__resources__limits_val_any_of_count14 = 0
+                                        if not data__helmTest__resources__limits_val_any_of_count14:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__limits_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__helmTest__resources__limits_val, str):
+                                                    if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__helmTest__resources__limits_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                                data__helmTest__resources__limits_val_any_of_count14 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__limits_val_any_of_count14:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__limits_val, (int, float, Decimal)) or isinstance(data__helmTest__resources__limits_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be number")
+                                                if isinstance(data__helmTest__resources__limits_val, (int, float, Decimal)):
+                                                    if data__helmTest__resources__limits_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__helmTest__resources__limits_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__helmTest__resources__limits_val_any_of_count14 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__limits_val_any_of_count14:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                                    if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__helmTest__resources__limits_key):
+                                        if data__helmTest__resources__limits_key in data__helmTest__resources__limits_keys:
+                                            data__helmTest__resources__limits_keys.remove(data__helmTest__resources__limits_key)
+                                        data__helmTest__resources__limits_val_any_of_count15 = 0
+                                        if not data__helmTest__resources__limits_val_any_of_count15:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__limits_val, (str)):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be string")
+                                                if isinstance(data__helmTest__resources__limits_val, str):
+                                                    if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__helmTest__resources__limits_val):
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                                data__helmTest__resources__limits_val_any_of_count15 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__limits_val_any_of_count15:
+                                            try:
+                                                if not isinstance(data__helmTest__resources__limits_val, (int)) and not (isinstance(data__helmTest__resources__limits_val, float) and data__helmTest__resources__limits_val.is_integer()) or isinstance(data__helmTest__resources__limits_val, bool):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be integer")
+                                                if isinstance(data__helmTest__resources__limits_val, (int, float, Decimal)):
+                                                    if data__helmTest__resources__limits_val < 0:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                                    if data__helmTest__resources__limits_val > 1000000000000000:
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                                data__helmTest__resources__limits_val_any_of_count15 += 1
+                                            except JsonSchemaValueException: pass
+                                        if not data__helmTest__resources__limits_val_any_of_count15:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits.{data__helmTest__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                                if data__helmTest__resources__limits_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits must not contain "+str(data__helmTest__resources__limits_keys)+" properties")
+                                data__helmTest__resources__limits_len = len(data__helmTest__resources__limits)
+                                if data__helmTest__resources__limits_len != 0:
+                                    data__helmTest__resources__limits_property_names = True
+                                    for data__helmTest__resources__limits_key in data__helmTest__resources__limits:
+                                        try:
+                                            if isinstance(data__helmTest__resources__limits_key, str):
+                                                if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__helmTest__resources__limits_key):
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                        except JsonSchemaValueException:
+                                            data__helmTest__resources__limits_property_names = False
+                                    if not data__helmTest__resources__limits_property_names:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources.limits must be named by propertyName definition")
                         if data__helmTest__resources_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".helmTest.resources must not contain "+str(data__helmTest__resources_keys)+" properties")
                 if data__helmTest_keys:
@@ -1878,11 +2400,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                     data__defaultResources__requests_is_dict = isinstance(data__defaultResources__requests, dict)
                     if data__defaultResources__requests_is_dict:
                         data__defaultResources__requests_keys = set(data__defaultResources__requests.keys())
-                        for data__defaultResources__requests_key in data__defaultResources__requests_keys:
-                            if data__defaultResources__requests_key not in []:
-                                data__defaultResources__requests_value = data__defaultResources__requests.get(data__defaultResources__requests_key)
-                                if not isinstance(data__defaultResources__requests_value, (str, int, float, Decimal)) or isinstance(data__defaultResources__requests_value, bool):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be string or number")
+                        for data__defaultResources__requests_key, data__defaultResources__requests_val in data__defaultResources__requests.items():
+                            if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__defaultResources__requests_key):
+                                if data__defaultResources__requests_key in data__defaultResources__requests_keys:
+                                    data__defaultResources__requests_keys.remove(data__defaultResources__requests_key)
+                                data__defaultResources__requests_val_any_of_count16 = 0
+                                if not data__defaultResources__requests_val_any_of_count16:
+                                    try:
+                                        if not isinstance(data__defaultResources__requests_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__defaultResources__requests_val, str):
+                                            if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__defaultResources__requests_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                        data__defaultResources__requests_val_any_of_count16 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__requests_val_any_of_count16:
+                                    try:
+                                        if not isinstance(data__defaultResources__requests_val, (int, float, Decimal)) or isinstance(data__defaultResources__requests_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be number")
+                                        if isinstance(data__defaultResources__requests_val, (int, float, Decimal)):
+                                            if data__defaultResources__requests_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__defaultResources__requests_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__defaultResources__requests_val_any_of_count16 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__requests_val_any_of_count16:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                            if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__defaultResources__requests_key):
+                                if data__defaultResources__requests_key in data__defaultResources__requests_keys:
+                                    data__defaultResources__requests_keys.remove(data__defaultResources__requests_key)
+                                data__defaultResources__requests_val_any_of_count17 = 0
+                                if not data__defaultResources__requests_val_any_of_count17:
+                                    try:
+                                        if not isinstance(data__defaultResources__requests_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__defaultResources__requests_val, str):
+                                            if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__defaultResources__requests_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                        data__defaultResources__requests_val_any_of_count17 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__requests_val_any_of_count17:
+                                    try:
+                                        if not isinstance(data__defaultResources__requests_val, (int)) and not (isinstance(data__defaultResources__requests_val, float) and data__defaultResources__requests_val.is_integer()) or isinstance(data__defaultResources__requests_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be integer")
+                                        if isinstance(data__defaultResources__requests_val, (int, float, Decimal)):
+                                            if data__defaultResources__requests_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__defaultResources__requests_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__defaultResources__requests_val_any_of_count17 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__requests_val_any_of_count17:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests.{data__defaultResources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                        if data__defaultResources__requests_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests must not contain "+str(data__defaultResources__requests_keys)+" properties")
+                        data__defaultResources__requests_len = len(data__defaultResources__requests)
+                        if data__defaultResources__requests_len != 0:
+                            data__defaultResources__requests_property_names = True
+                            for data__defaultResources__requests_key in data__defaultResources__requests:
+                                try:
+                                    if isinstance(data__defaultResources__requests_key, str):
+                                        if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__defaultResources__requests_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                except JsonSchemaValueException:
+                                    data__defaultResources__requests_property_names = False
+                            if not data__defaultResources__requests_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.requests must be named by propertyName definition")
                 if "limits" in data__defaultResources_keys:
                     data__defaultResources_keys.remove("limits")
                     data__defaultResources__limits = data__defaultResources["limits"]
@@ -1891,11 +2475,73 @@ def validate(data, custom_formats={}, name_prefix=None):
                     data__defaultResources__limits_is_dict = isinstance(data__defaultResources__limits, dict)
                     if data__defaultResources__limits_is_dict:
                         data__defaultResources__limits_keys = set(data__defaultResources__limits.keys())
-                        for data__defaultResources__limits_key in data__defaultResources__limits_keys:
-                            if data__defaultResources__limits_key not in []:
-                                data__defaultResources__limits_value = data__defaultResources__limits.get(data__defaultResources__limits_key)
-                                if not isinstance(data__defaultResources__limits_value, (str, int, float, Decimal)) or isinstance(data__defaultResources__limits_value, bool):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be string or number")
+                        for data__defaultResources__limits_key, data__defaultResources__limits_val in data__defaultResources__limits.items():
+                            if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__defaultResources__limits_key):
+                                if data__defaultResources__limits_key in data__defaultResources__limits_keys:
+                                    data__defaultResources__limits_keys.remove(data__defaultResources__limits_key)
+                                data__defaultResources__limits_val_any_of_count18 = 0
+                                if not data__defaultResources__limits_val_any_of_count18:
+                                    try:
+                                        if not isinstance(data__defaultResources__limits_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__defaultResources__limits_val, str):
+                                            if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__defaultResources__limits_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                        data__defaultResources__limits_val_any_of_count18 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__limits_val_any_of_count18:
+                                    try:
+                                        if not isinstance(data__defaultResources__limits_val, (int, float, Decimal)) or isinstance(data__defaultResources__limits_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be number")
+                                        if isinstance(data__defaultResources__limits_val, (int, float, Decimal)):
+                                            if data__defaultResources__limits_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__defaultResources__limits_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__defaultResources__limits_val_any_of_count18 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__limits_val_any_of_count18:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                            if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__defaultResources__limits_key):
+                                if data__defaultResources__limits_key in data__defaultResources__limits_keys:
+                                    data__defaultResources__limits_keys.remove(data__defaultResources__limits_key)
+                                data__defaultResources__limits_val_any_of_count19 = 0
+                                if not data__defaultResources__limits_val_any_of_count19:
+                                    try:
+                                        if not isinstance(data__defaultResources__limits_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__defaultResources__limits_val, str):
+                                            if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__defaultResources__limits_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                        data__defaultResources__limits_val_any_of_count19 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__limits_val_any_of_count19:
+                                    try:
+                                        if not isinstance(data__defaultResources__limits_val, (int)) and not (isinstance(data__defaultResources__limits_val, float) and data__defaultResources__limits_val.is_integer()) or isinstance(data__defaultResources__limits_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be integer")
+                                        if isinstance(data__defaultResources__limits_val, (int, float, Decimal)):
+                                            if data__defaultResources__limits_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__defaultResources__limits_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__defaultResources__limits_val_any_of_count19 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__defaultResources__limits_val_any_of_count19:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits.{data__defaultResources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                        if data__defaultResources__limits_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits must not contain "+str(data__defaultResources__limits_keys)+" properties")
+                        data__defaultResources__limits_len = len(data__defaultResources__limits)
+                        if data__defaultResources__limits_len != 0:
+                            data__defaultResources__limits_property_names = True
+                            for data__defaultResources__limits_key in data__defaultResources__limits:
+                                try:
+                                    if isinstance(data__defaultResources__limits_key, str):
+                                        if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__defaultResources__limits_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                except JsonSchemaValueException:
+                                    data__defaultResources__limits_property_names = False
+                            if not data__defaultResources__limits_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources.limits must be named by propertyName definition")
                 if data__defaultResources_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".defaultResources must not contain "+str(data__defaultResources_keys)+" properties")
         if "pdb" in data_keys:
@@ -1945,6 +2591,8 @@ def validate___definitions_envvar(data, custom_formats={}, name_prefix=None):
                 data__name_len = len(data__name)
                 if data__name_len < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must be longer than or equal to 1 characters")
+                if not REGEX_PATTERNS['^[ -<>-~]+$'].search(data__name):
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must match pattern ^[ -<>-~]+$")
     return data
 
 def validate___definitions_role(data, custom_formats={}, name_prefix=None):
@@ -1974,6 +2622,8 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
             if isinstance(data__replicas, (int, float, Decimal)):
                 if data__replicas < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".replicas must be bigger than or equal to 0")
+                if data__replicas > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".replicas must be smaller than or equal to 2147483647")
         if "command" in data_keys:
             data_keys.remove("command")
             data__command = data["command"]
@@ -2055,11 +2705,73 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                     data__resources__requests_is_dict = isinstance(data__resources__requests, dict)
                     if data__resources__requests_is_dict:
                         data__resources__requests_keys = set(data__resources__requests.keys())
-                        for data__resources__requests_key in data__resources__requests_keys:
-                            if data__resources__requests_key not in []:
-                                data__resources__requests_value = data__resources__requests.get(data__resources__requests_key)
-                                if not isinstance(data__resources__requests_value, (str, int, float, Decimal)) or isinstance(data__resources__requests_value, bool):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be string or number")
+                        for data__resources__requests_key, data__resources__requests_val in data__resources__requests.items():
+                            if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__resources__requests_key):
+                                if data__resources__requests_key in data__resources__requests_keys:
+                                    data__resources__requests_keys.remove(data__resources__requests_key)
+                                data__resources__requests_val_any_of_count20 = 0
+                                if not data__resources__requests_val_any_of_count20:
+                                    try:
+                                        if not isinstance(data__resources__requests_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__resources__requests_val, str):
+                                            if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__resources__requests_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                        data__resources__requests_val_any_of_count20 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__requests_val_any_of_count20:
+                                    try:
+                                        if not isinstance(data__resources__requests_val, (int, float, Decimal)) or isinstance(data__resources__requests_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be number")
+                                        if isinstance(data__resources__requests_val, (int, float, Decimal)):
+                                            if data__resources__requests_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__resources__requests_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__resources__requests_val_any_of_count20 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__requests_val_any_of_count20:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                            if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__resources__requests_key):
+                                if data__resources__requests_key in data__resources__requests_keys:
+                                    data__resources__requests_keys.remove(data__resources__requests_key)
+                                data__resources__requests_val_any_of_count21 = 0
+                                if not data__resources__requests_val_any_of_count21:
+                                    try:
+                                        if not isinstance(data__resources__requests_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__resources__requests_val, str):
+                                            if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__resources__requests_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                        data__resources__requests_val_any_of_count21 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__requests_val_any_of_count21:
+                                    try:
+                                        if not isinstance(data__resources__requests_val, (int)) and not (isinstance(data__resources__requests_val, float) and data__resources__requests_val.is_integer()) or isinstance(data__resources__requests_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be integer")
+                                        if isinstance(data__resources__requests_val, (int, float, Decimal)):
+                                            if data__resources__requests_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__resources__requests_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__resources__requests_val_any_of_count21 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__requests_val_any_of_count21:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
+                        if data__resources__requests_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests must not contain "+str(data__resources__requests_keys)+" properties")
+                        data__resources__requests_len = len(data__resources__requests)
+                        if data__resources__requests_len != 0:
+                            data__resources__requests_property_names = True
+                            for data__resources__requests_key in data__resources__requests:
+                                try:
+                                    if isinstance(data__resources__requests_key, str):
+                                        if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__resources__requests_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                except JsonSchemaValueException:
+                                    data__resources__requests_property_names = False
+                            if not data__resources__requests_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests must be named by propertyName definition")
                 if "limits" in data__resources_keys:
                     data__resources_keys.remove("limits")
                     data__resources__limits = data__resources["limits"]
@@ -2068,11 +2780,73 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                     data__resources__limits_is_dict = isinstance(data__resources__limits, dict)
                     if data__resources__limits_is_dict:
                         data__resources__limits_keys = set(data__resources__limits.keys())
-                        for data__resources__limits_key in data__resources__limits_keys:
-                            if data__resources__limits_key not in []:
-                                data__resources__limits_value = data__resources__limits.get(data__resources__limits_key)
-                                if not isinstance(data__resources__limits_value, (str, int, float, Decimal)) or isinstance(data__resources__limits_value, bool):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be string or number")
+                        for data__resources__limits_key, data__resources__limits_val in data__resources__limits.items():
+                            if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__resources__limits_key):
+                                if data__resources__limits_key in data__resources__limits_keys:
+                                    data__resources__limits_keys.remove(data__resources__limits_key)
+                                data__resources__limits_val_any_of_count22 = 0
+                                if not data__resources__limits_val_any_of_count22:
+                                    try:
+                                        if not isinstance(data__resources__limits_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__resources__limits_val, str):
+                                            if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__resources__limits_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
+                                        data__resources__limits_val_any_of_count22 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__limits_val_any_of_count22:
+                                    try:
+                                        if not isinstance(data__resources__limits_val, (int, float, Decimal)) or isinstance(data__resources__limits_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be number")
+                                        if isinstance(data__resources__limits_val, (int, float, Decimal)):
+                                            if data__resources__limits_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__resources__limits_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__resources__limits_val_any_of_count22 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__limits_val_any_of_count22:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                            if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__resources__limits_key):
+                                if data__resources__limits_key in data__resources__limits_keys:
+                                    data__resources__limits_keys.remove(data__resources__limits_key)
+                                data__resources__limits_val_any_of_count23 = 0
+                                if not data__resources__limits_val_any_of_count23:
+                                    try:
+                                        if not isinstance(data__resources__limits_val, (str)):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be string")
+                                        if isinstance(data__resources__limits_val, str):
+                                            if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__resources__limits_val):
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
+                                        data__resources__limits_val_any_of_count23 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__limits_val_any_of_count23:
+                                    try:
+                                        if not isinstance(data__resources__limits_val, (int)) and not (isinstance(data__resources__limits_val, float) and data__resources__limits_val.is_integer()) or isinstance(data__resources__limits_val, bool):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be integer")
+                                        if isinstance(data__resources__limits_val, (int, float, Decimal)):
+                                            if data__resources__limits_val < 0:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
+                                            if data__resources__limits_val > 1000000000000000:
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
+                                        data__resources__limits_val_any_of_count23 += 1
+                                    except JsonSchemaValueException: pass
+                                if not data__resources__limits_val_any_of_count23:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
+                        if data__resources__limits_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits must not contain "+str(data__resources__limits_keys)+" properties")
+                        data__resources__limits_len = len(data__resources__limits)
+                        if data__resources__limits_len != 0:
+                            data__resources__limits_property_names = True
+                            for data__resources__limits_key in data__resources__limits:
+                                try:
+                                    if isinstance(data__resources__limits_key, str):
+                                        if not REGEX_PATTERNS['^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$'].search(data__resources__limits_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits must match pattern ^(cpu|memory|ephemeral-storage|([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+                                except JsonSchemaValueException:
+                                    data__resources__limits_property_names = False
+                            if not data__resources__limits_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits must be named by propertyName definition")
                 if data__resources_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources must not contain "+str(data__resources_keys)+" properties")
         if "pdb" in data_keys:
@@ -2091,26 +2865,28 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                 if "maxUnavailable" in data__pdb_keys:
                     data__pdb_keys.remove("maxUnavailable")
                     data__pdb__maxUnavailable = data__pdb["maxUnavailable"]
-                    data__pdb__maxUnavailable_any_of_count4 = 0
-                    if not data__pdb__maxUnavailable_any_of_count4:
+                    data__pdb__maxUnavailable_any_of_count24 = 0
+                    if not data__pdb__maxUnavailable_any_of_count24:
                         try:
                             if not isinstance(data__pdb__maxUnavailable, (int)) and not (isinstance(data__pdb__maxUnavailable, float) and data__pdb__maxUnavailable.is_integer()) or isinstance(data__pdb__maxUnavailable, bool):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be integer")
                             if isinstance(data__pdb__maxUnavailable, (int, float, Decimal)):
                                 if data__pdb__maxUnavailable < 0:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be bigger than or equal to 0")
-                            data__pdb__maxUnavailable_any_of_count4 += 1
+                                if data__pdb__maxUnavailable > 2147483647:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be smaller than or equal to 2147483647")
+                            data__pdb__maxUnavailable_any_of_count24 += 1
                         except JsonSchemaValueException: pass
-                    if not data__pdb__maxUnavailable_any_of_count4:
+                    if not data__pdb__maxUnavailable_any_of_count24:
                         try:
                             if not isinstance(data__pdb__maxUnavailable, (str)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be string")
                             if isinstance(data__pdb__maxUnavailable, str):
                                 if not REGEX_PATTERNS['^[0-9]+%$'].search(data__pdb__maxUnavailable):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must match pattern ^[0-9]+%$")
-                            data__pdb__maxUnavailable_any_of_count4 += 1
+                            data__pdb__maxUnavailable_any_of_count24 += 1
                         except JsonSchemaValueException: pass
-                    if not data__pdb__maxUnavailable_any_of_count4:
+                    if not data__pdb__maxUnavailable_any_of_count24:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable cannot be validated by any definition")
                 if "unhealthyPodEvictionPolicy" in data__pdb_keys:
                     data__pdb_keys.remove("unhealthyPodEvictionPolicy")
@@ -2132,6 +2908,27 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         data__nodeSelector_value = data__nodeSelector.get(data__nodeSelector_key)
                         if not isinstance(data__nodeSelector_value, (str)):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeSelector.{data__nodeSelector_key}".format(**locals()) + " must be string")
+                        if isinstance(data__nodeSelector_value, str):
+                            data__nodeSelector_value_len = len(data__nodeSelector_value)
+                            if data__nodeSelector_value_len > 63:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeSelector.{data__nodeSelector_key}".format(**locals()) + " must be shorter than or equal to 63 characters")
+                            if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__nodeSelector_value):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeSelector.{data__nodeSelector_key}".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+                data__nodeSelector_len = len(data__nodeSelector)
+                if data__nodeSelector_len != 0:
+                    data__nodeSelector_property_names = True
+                    for data__nodeSelector_key in data__nodeSelector:
+                        try:
+                            if isinstance(data__nodeSelector_key, str):
+                                data__nodeSelector_key_len = len(data__nodeSelector_key)
+                                if data__nodeSelector_key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeSelector must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__nodeSelector_key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeSelector must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        except JsonSchemaValueException:
+                            data__nodeSelector_property_names = False
+                    if not data__nodeSelector_property_names:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeSelector must be named by propertyName definition")
         if "tolerations" in data_keys:
             data_keys.remove("tolerations")
             data__tolerations = data["tolerations"]
@@ -2216,50 +3013,54 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         if "maxSurge" in data__strategy__rollingUpdate_keys:
                             data__strategy__rollingUpdate_keys.remove("maxSurge")
                             data__strategy__rollingUpdate__maxSurge = data__strategy__rollingUpdate["maxSurge"]
-                            data__strategy__rollingUpdate__maxSurge_any_of_count5 = 0
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count5:
+                            data__strategy__rollingUpdate__maxSurge_any_of_count25 = 0
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count25:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxSurge, (int)) and not (isinstance(data__strategy__rollingUpdate__maxSurge, float) and data__strategy__rollingUpdate__maxSurge.is_integer()) or isinstance(data__strategy__rollingUpdate__maxSurge, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be integer")
                                     if isinstance(data__strategy__rollingUpdate__maxSurge, (int, float, Decimal)):
                                         if data__strategy__rollingUpdate__maxSurge < 0:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be bigger than or equal to 0")
-                                    data__strategy__rollingUpdate__maxSurge_any_of_count5 += 1
+                                        if data__strategy__rollingUpdate__maxSurge > 2147483647:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be smaller than or equal to 2147483647")
+                                    data__strategy__rollingUpdate__maxSurge_any_of_count25 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count5:
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count25:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxSurge, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be string")
                                     if isinstance(data__strategy__rollingUpdate__maxSurge, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__strategy__rollingUpdate__maxSurge):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must match pattern ^[0-9]+%$")
-                                    data__strategy__rollingUpdate__maxSurge_any_of_count5 += 1
+                                    data__strategy__rollingUpdate__maxSurge_any_of_count25 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count5:
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count25:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge cannot be validated by any definition")
                         if "maxUnavailable" in data__strategy__rollingUpdate_keys:
                             data__strategy__rollingUpdate_keys.remove("maxUnavailable")
                             data__strategy__rollingUpdate__maxUnavailable = data__strategy__rollingUpdate["maxUnavailable"]
-                            data__strategy__rollingUpdate__maxUnavailable_any_of_count6 = 0
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count6:
+                            data__strategy__rollingUpdate__maxUnavailable_any_of_count26 = 0
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count26:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__strategy__rollingUpdate__maxUnavailable, float) and data__strategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__strategy__rollingUpdate__maxUnavailable, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be integer")
                                     if isinstance(data__strategy__rollingUpdate__maxUnavailable, (int, float, Decimal)):
                                         if data__strategy__rollingUpdate__maxUnavailable < 0:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be bigger than or equal to 0")
-                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
+                                        if data__strategy__rollingUpdate__maxUnavailable > 2147483647:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be smaller than or equal to 2147483647")
+                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count26 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count6:
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count26:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxUnavailable, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be string")
                                     if isinstance(data__strategy__rollingUpdate__maxUnavailable, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__strategy__rollingUpdate__maxUnavailable):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
-                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count6 += 1
+                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count26 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count6:
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count26:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
                         if data__strategy__rollingUpdate_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate must not contain "+str(data__strategy__rollingUpdate_keys)+" properties")
@@ -2299,29 +3100,33 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                             if isinstance(data__updateStrategy__rollingUpdate__partition, (int, float, Decimal)):
                                 if data__updateStrategy__rollingUpdate__partition < 0:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.partition must be bigger than or equal to 0")
+                                if data__updateStrategy__rollingUpdate__partition > 2147483647:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.partition must be smaller than or equal to 2147483647")
                         if "maxUnavailable" in data__updateStrategy__rollingUpdate_keys:
                             data__updateStrategy__rollingUpdate_keys.remove("maxUnavailable")
                             data__updateStrategy__rollingUpdate__maxUnavailable = data__updateStrategy__rollingUpdate["maxUnavailable"]
-                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7 = 0
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7:
+                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27 = 0
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27:
                                 try:
                                     if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, float) and data__updateStrategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be integer")
                                     if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int, float, Decimal)):
                                         if data__updateStrategy__rollingUpdate__maxUnavailable < 1:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be bigger than or equal to 1")
-                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7 += 1
+                                        if data__updateStrategy__rollingUpdate__maxUnavailable > 2147483647:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be smaller than or equal to 2147483647")
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7:
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27:
                                 try:
                                     if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be string")
                                     if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__updateStrategy__rollingUpdate__maxUnavailable):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
-                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7 += 1
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count7:
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
                         if data__updateStrategy__rollingUpdate_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate must not contain "+str(data__updateStrategy__rollingUpdate_keys)+" properties")
@@ -2356,6 +3161,21 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         data__podAnnotations_value = data__podAnnotations.get(data__podAnnotations_key)
                         if not isinstance(data__podAnnotations_value, (str)):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations.{data__podAnnotations_key}".format(**locals()) + " must be string")
+                data__podAnnotations_len = len(data__podAnnotations)
+                if data__podAnnotations_len != 0:
+                    data__podAnnotations_property_names = True
+                    for data__podAnnotations_key in data__podAnnotations:
+                        try:
+                            if isinstance(data__podAnnotations_key, str):
+                                data__podAnnotations_key_len = len(data__podAnnotations_key)
+                                if data__podAnnotations_key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__podAnnotations_key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        except JsonSchemaValueException:
+                            data__podAnnotations_property_names = False
+                    if not data__podAnnotations_property_names:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAnnotations must be named by propertyName definition")
         if "podLabels" in data_keys:
             data_keys.remove("podLabels")
             data__podLabels = data["podLabels"]
@@ -2369,6 +3189,27 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         data__podLabels_value = data__podLabels.get(data__podLabels_key)
                         if not isinstance(data__podLabels_value, (str)):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels.{data__podLabels_key}".format(**locals()) + " must be string")
+                        if isinstance(data__podLabels_value, str):
+                            data__podLabels_value_len = len(data__podLabels_value)
+                            if data__podLabels_value_len > 63:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels.{data__podLabels_key}".format(**locals()) + " must be shorter than or equal to 63 characters")
+                            if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__podLabels_value):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels.{data__podLabels_key}".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+                data__podLabels_len = len(data__podLabels)
+                if data__podLabels_len != 0:
+                    data__podLabels_property_names = True
+                    for data__podLabels_key in data__podLabels:
+                        try:
+                            if isinstance(data__podLabels_key, str):
+                                data__podLabels_key_len = len(data__podLabels_key)
+                                if data__podLabels_key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__podLabels_key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        except JsonSchemaValueException:
+                            data__podLabels_property_names = False
+                    if not data__podLabels_property_names:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podLabels must be named by propertyName definition")
         if "securityContext" in data_keys:
             data_keys.remove("securityContext")
             data__securityContext = data["securityContext"]
@@ -2413,6 +3254,21 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                 data__service__annotations_value = data__service__annotations.get(data__service__annotations_key)
                                 if not isinstance(data__service__annotations_value, (str)):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations.{data__service__annotations_key}".format(**locals()) + " must be string")
+                        data__service__annotations_len = len(data__service__annotations)
+                        if data__service__annotations_len != 0:
+                            data__service__annotations_property_names = True
+                            for data__service__annotations_key in data__service__annotations:
+                                try:
+                                    if isinstance(data__service__annotations_key, str):
+                                        data__service__annotations_key_len = len(data__service__annotations_key)
+                                        if data__service__annotations_key_len > 317:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations must be shorter than or equal to 317 characters")
+                                        if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__service__annotations_key):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                                except JsonSchemaValueException:
+                                    data__service__annotations_property_names = False
+                            if not data__service__annotations_property_names:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".service.annotations must be named by propertyName definition")
                 if "extraPorts" in data__service_keys:
                     data__service_keys.remove("extraPorts")
                     data__service__extraPorts = data__service["extraPorts"]
@@ -2576,8 +3432,8 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                 if "rules" in data__launcher_keys:
                     data__launcher_keys.remove("rules")
                     data__launcher__rules = data__launcher["rules"]
-                    data__launcher__rules_any_of_count8 = 0
-                    if not data__launcher__rules_any_of_count8:
+                    data__launcher__rules_any_of_count28 = 0
+                    if not data__launcher__rules_any_of_count28:
                         try:
                             if not isinstance(data__launcher__rules, (list, tuple)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules must be array")
@@ -2653,15 +3509,15 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules[{data__launcher__rules_x}].verbs[{data__launcher__rules_item__verbs_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
                                         if data__launcher__rules_item_keys:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules[{data__launcher__rules_x}]".format(**locals()) + " must not contain "+str(data__launcher__rules_item_keys)+" properties")
-                            data__launcher__rules_any_of_count8 += 1
+                            data__launcher__rules_any_of_count28 += 1
                         except JsonSchemaValueException: pass
-                    if not data__launcher__rules_any_of_count8:
+                    if not data__launcher__rules_any_of_count28:
                         try:
                             if not isinstance(data__launcher__rules, (NoneType)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules must be null")
-                            data__launcher__rules_any_of_count8 += 1
+                            data__launcher__rules_any_of_count28 += 1
                         except JsonSchemaValueException: pass
-                    if not data__launcher__rules_any_of_count8:
+                    if not data__launcher__rules_any_of_count28:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules cannot be validated by any definition")
                 if "maxJobRuntimeSeconds" in data__launcher_keys:
                     data__launcher_keys.remove("maxJobRuntimeSeconds")
@@ -2977,6 +3833,8 @@ def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
             if isinstance(data__periodSeconds, (int, float, Decimal)):
                 if data__periodSeconds < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be bigger than or equal to 1")
+                if data__periodSeconds > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be smaller than or equal to 2147483647")
         if "failureThreshold" in data_keys:
             data_keys.remove("failureThreshold")
             data__failureThreshold = data["failureThreshold"]
@@ -2985,6 +3843,8 @@ def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
             if isinstance(data__failureThreshold, (int, float, Decimal)):
                 if data__failureThreshold < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be bigger than or equal to 1")
+                if data__failureThreshold > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be smaller than or equal to 2147483647")
         if "timeoutSeconds" in data_keys:
             data_keys.remove("timeoutSeconds")
             data__timeoutSeconds = data["timeoutSeconds"]
@@ -2993,6 +3853,8 @@ def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
             if isinstance(data__timeoutSeconds, (int, float, Decimal)):
                 if data__timeoutSeconds < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be bigger than or equal to 1")
+                if data__timeoutSeconds > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be smaller than or equal to 2147483647")
         if "successThreshold" in data_keys:
             data_keys.remove("successThreshold")
             data__successThreshold = data["successThreshold"]
@@ -3001,6 +3863,8 @@ def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
             if isinstance(data__successThreshold, (int, float, Decimal)):
                 if data__successThreshold < 1:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be bigger than or equal to 1")
+                if data__successThreshold > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be smaller than or equal to 2147483647")
         if "initialDelaySeconds" in data_keys:
             data_keys.remove("initialDelaySeconds")
             data__initialDelaySeconds = data["initialDelaySeconds"]
@@ -3009,6 +3873,8 @@ def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
             if isinstance(data__initialDelaySeconds, (int, float, Decimal)):
                 if data__initialDelaySeconds < 0:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be bigger than or equal to 0")
+                if data__initialDelaySeconds > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be smaller than or equal to 2147483647")
         if "enabled" in data_keys:
             data_keys.remove("enabled")
             data__enabled = data["enabled"]
@@ -3092,8 +3958,8 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count9 = 0
-            if not data__port_any_of_count9:
+            data__port_any_of_count29 = 0
+            if not data__port_any_of_count29:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -3102,18 +3968,18 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count9 += 1
+                    data__port_any_of_count29 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count9:
+            if not data__port_any_of_count29:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count9 += 1
+                    data__port_any_of_count29 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count9:
+            if not data__port_any_of_count29:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -3141,8 +4007,8 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count10 = 0
-            if not data__port_any_of_count10:
+            data__port_any_of_count30 = 0
+            if not data__port_any_of_count30:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -3151,18 +4017,18 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count10 += 1
+                    data__port_any_of_count30 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count10:
+            if not data__port_any_of_count30:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count10 += 1
+                    data__port_any_of_count30 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count10:
+            if not data__port_any_of_count30:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -3239,98 +4105,98 @@ def validate___definitions_probehandlers_exec(data, custom_formats={}, name_pref
 
 def validate___definitions_oneprobehandler(data, custom_formats={}, name_prefix=None):
     try:
-        data_any_of_count11 = 0
-        if not data_any_of_count11:
+        data_any_of_count31 = 0
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'httpGet']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['grpc', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count11 += 1
+                data_any_of_count31 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count11:
+        if not data_any_of_count31:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " cannot be validated by any definition")
     except JsonSchemaValueException: pass
     else:
@@ -3456,6 +4322,8 @@ def validate___definitions_volumemounts(data, custom_formats={}, name_prefix=Non
                         data_item__name_len = len(data_item__name)
                         if data_item__name_len < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                        if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'].search(data_item__name):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].name".format(**locals()) + " must match pattern ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
                 if "mountPath" in data_item_keys:
                     data_item_keys.remove("mountPath")
                     data_item__mountPath = data_item["mountPath"]
@@ -3490,6 +4358,8 @@ def validate___definitions_volumes(data, custom_formats={}, name_prefix=None):
                         data_item__name_len = len(data_item__name)
                         if data_item__name_len < 1:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                        if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'].search(data_item__name):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].name".format(**locals()) + " must match pattern ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     return data
 
 def validate___definitions_envfrom(data, custom_formats={}, name_prefix=None):
@@ -3519,6 +4389,9 @@ def validate___definitions_envfrom(data, custom_formats={}, name_prefix=None):
                     data_item__prefix = data_item["prefix"]
                     if not isinstance(data_item__prefix, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].prefix".format(**locals()) + " must be string")
+                    if isinstance(data_item__prefix, str):
+                        if not REGEX_PATTERNS['^[ -<>-~]*$'].search(data_item__prefix):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].prefix".format(**locals()) + " must match pattern ^[ -<>-~]*$")
                 if data_item_keys:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}]".format(**locals()) + " must not contain "+str(data_item_keys)+" properties")
     return data

@@ -35,6 +35,11 @@ SPREAD_MATCH_LABEL_KEYS_MIN_VERSION = _lc.min_version("spreadMatchLabelKeys")
 WORKLOAD_KINDS: tuple[str, ...] = tuple(_lc.DATA["workloadKinds"])
 ORDINAL_MIN_VERSION = _lc.min_version("podIndexLabel")
 STS_MAX_UNAVAILABLE_MIN_VERSION = _lc.min_version("statefulSetMaxUnavailable")
+RELAXED_ENV_NAMES_MIN_VERSION = _lc.min_version("relaxedEnvVarNames")
+# StrictIPCIDRValidation (KEP-4858, beta on by default from 1.36): the API server refuses an ipBlock CIDR
+# with bits beyond its prefix, leading zeros or an IPv4-mapped IPv6 address (JH051; the chart renders
+# ipBlocks as given whatever the version, so this is no chart gate).
+STRICT_CIDR_MIN_VERSION = "1.36"
 SLEEP_ZERO_MIN_VERSION = _lc.min_version("sleepZero")
 UNHEALTHY_POD_EVICTION_MIN_VERSION = _lc.min_version("pdbUnhealthyPodEvictionPolicy")
 POD_REPLACEMENT_POLICY_MIN_VERSION = _lc.min_version("jobPodReplacementPolicy")

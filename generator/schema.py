@@ -64,6 +64,8 @@ def _fix_for(err: ValidationError, key: str | None = None) -> str:
         return "add the missing key"
     if v == "enum":
         return f"use one of {', '.join(json.dumps(x) for x in err.validator_value)}"
+    if v == "maximum" and err.validator_value == INT32_MAX:
+        return f"use at most {INT32_MAX}: Kubernetes stores this field as a 32-bit integer and refuses more"
     if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         return f"use a value within the bound ({v} {err.validator_value})"
     if v == "pattern":
@@ -72,8 +74,23 @@ def _fix_for(err: ValidationError, key: str | None = None) -> str:
     return "see the key's description in chart/values.schema.json"
 
 
+INT32_MAX = 2147483647
+
 # Patterns values.schema.json uses for Kubernetes names, in words.
 _PATTERN_WORDS = {
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$":
+        "use a Kubernetes label or annotation key: an optional DNS subdomain prefix and '/', then at most 63 "
+        "letters, digits, '-', '_' or '.', starting and ending with a letter or digit (e.g. app.example.com/tier)",
+    "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$":
+        "use a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a "
+        "letter or digit, or \"\" (quote it)",
+    "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$":
+        "use a Kubernetes name (DNS-1123 label): at most 63 lowercase letters, digits and '-', starting and "
+        "ending with a letter or digit",
+    "^[ -<>-~]+$":
+        "use printable ASCII other than '=' (the API server refuses '=' and non-ASCII in a variable name)",
+    "^[ -<>-~]*$":
+        "use printable ASCII other than '=' (the API server refuses '=' and non-ASCII in a variable prefix)",
     "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$":
         "use a Kubernetes name (DNS-1123 label): lowercase letters, digits and '-', starting and "
         "ending with a letter or digit, or \"\" for the default",

@@ -23,6 +23,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.sleepAction" . }}
 {{- include "jobhandlers.checks.migrationSidecars" . }}
 {{- include "jobhandlers.checks.networkPolicy" . }}
+{{- include "jobhandlers.checks.envNames" (list . .Values "") }}
 {{- range $role, $spec := .Values.handlers }}
 {{- if and $spec (ternary $spec.enabled true (hasKey $spec "enabled")) }}
 {{- include "jobhandlers.checks.probes" (list $ $role) }}
@@ -272,5 +273,38 @@ the user's own egress rules) no chart pod could reach the database. */}}
 {{- $a := $spec.autoscaling | default dict }}
 {{- if and ($a.hpa | default dict).enabled ($a.keda | default dict).enabled }}
 {{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.autoscaling has both hpa.enabled and keda.enabled: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas. Fix: keep one of them. (jobhandlers check: JH055)" $role) }}
+{{- end }}
+{{- end }}
+
+{{/* Every env[].name and envFrom[].prefix at any depth of the values (chart-wide, roles,
+migration, sidecars, init containers) as the target version's API server validates it:
+printable ASCII but '=' from 1.32 (relaxedEnvVarNames), a C-identifier-like name below. */}}
+{{- define "jobhandlers.checks.envNames" -}}
+{{- $root := index . 0 }}{{- $node := index . 1 }}{{- $path := index . 2 }}
+{{- if kindIs "map" $node }}
+{{- range $k, $v := $node }}
+{{- $p := ternary $k (printf "%s.%s" $path $k) (eq $path "") }}
+{{- if and (has $k (list "env" "envFrom")) (kindIs "slice" $v) }}
+{{- $field := ternary "name" "prefix" (eq $k "env") }}
+{{- range $i, $item := $v }}
+{{- $n := "" }}{{- if kindIs "map" $item }}{{- $n = index $item $field }}{{- end }}
+{{- if and (kindIs "string" $n) (or $n (eq $k "env")) }}
+{{- $relaxed := include "jobhandlers.gate" (list $root "relaxedEnvVarNames") }}
+{{- $ok := regexMatch "^[ -<>-~]+$" $n }}
+{{- if and $ok (not $relaxed) }}
+{{- $ok = and (regexMatch "^[-._a-zA-Z][-._a-zA-Z0-9]*$" $n) (ne $n ".") (not (hasPrefix ".." $n)) }}
+{{- end }}
+{{- if not $ok }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: %s[%d].%s=%q: the API server of Kubernetes %s refuses this %s (%s), so no pod of the chart would be created. Fix: rename it to letters, digits and '_' (e.g. MY_SETTING): valid on every version; printable ASCII other than '=' only from Kubernetes %s. (jobhandlers check: JH050)" $p $i $field $n $root.Capabilities.KubeVersion.Version (ternary "variable name" "envFrom prefix" (eq $k "env")) (ternary "printable ASCII other than '=' only" "letters, digits, '_', '-' or '.', no leading digit, not '.' or '..'-prefixed" (not (not $relaxed))) (include "jobhandlers.gate.version" (list $root "relaxedEnvVarNames"))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- include "jobhandlers.checks.envNames" (list $root $v $p) }}
+{{- end }}
+{{- else if kindIs "slice" $node }}
+{{- range $i, $v := $node }}
+{{- include "jobhandlers.checks.envNames" (list $root $v (printf "%s[%d]" $path $i)) }}
+{{- end }}
 {{- end }}
 {{- end }}

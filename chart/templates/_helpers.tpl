@@ -59,9 +59,9 @@ holds (at most 63 of [A-Za-z0-9._-], alphanumeric at both ends; other characters
 {{/* Selector labels. Call with (list $ "component"). */}}
 {{- define "jobhandlers.selectorLabels" -}}
 {{- $root := index . 0 -}}
-app.kubernetes.io/name: {{ include "jobhandlers.name" $root }}
-app.kubernetes.io/instance: {{ $root.Release.Name }}
-app.kubernetes.io/component: {{ index . 1 }}
+app.kubernetes.io/name: {{ include "jobhandlers.name" $root | quote }}
+app.kubernetes.io/instance: {{ $root.Release.Name | quote }}
+app.kubernetes.io/component: {{ index . 1 | quote }}
 {{- end }}
 
 {{/* Standard labels. Call with (list $ "component"). */}}
@@ -70,7 +70,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 helm.sh/chart: {{ include "jobhandlers.chart" $root }}
 {{ include "jobhandlers.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "jobhandlers.versionLabel" $root | quote }}
-app.kubernetes.io/part-of: {{ include "jobhandlers.name" $root }}
+app.kubernetes.io/part-of: {{ include "jobhandlers.name" $root | quote }}
 app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 {{- end }}
 

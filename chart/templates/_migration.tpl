@@ -113,9 +113,9 @@ template:
   spec:
     restartPolicy: Never
     {{- with $m.priorityClassName | default .Values.priorityClassName }}
-    priorityClassName: {{ . }}
+    priorityClassName: {{ . | quote }}
     {{- end }}
-    serviceAccountName: {{ include "jobhandlers.migration.serviceAccountName" . }}
+    serviceAccountName: {{ include "jobhandlers.migration.serviceAccountName" . | quote }}
     {{- /* the post-deploy Job's wait-for-rollout lists pods: from 1.21 with a token only that
     init container mounts (below, the legacy automount: every container of the pod, JH038) */}}
     automountServiceAccountToken: {{ and (hasKey . "jhPost") (not (include "jobhandlers.postDeploy.projectedToken" .)) }}

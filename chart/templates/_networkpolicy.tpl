@@ -17,8 +17,8 @@ NetworkPolicy implementations admit.
 {{- define "jobhandlers.networkPolicy.releasePeer" -}}
 - podSelector:
     matchLabels:
-      app.kubernetes.io/name: {{ include "jobhandlers.name" . }}
-      app.kubernetes.io/instance: {{ .Release.Name }}
+      app.kubernetes.io/name: {{ include "jobhandlers.name" . | quote }}
+      app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
 {{/* The DNS peers: networkPolicy.dns.to, else the kube-dns pods of kube-system. The namespace's
@@ -116,7 +116,7 @@ apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata:
   name: {{ include "jobhandlers.componentName" (list $root $name) }}
-  namespace: {{ $root.Release.Namespace }}
+  namespace: {{ $root.Release.Namespace | quote }}
   labels:
     {{- include "jobhandlers.labels" (list $root $component) | nindent 4 }}
 spec:

@@ -1,6 +1,7 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
-One module per concern (grace, probes, migration, pod, networkpolicy, launcher, autoscaling); this one is the
+One module per concern (grace, probes, migration, pod, env, resources, networkpolicy, launcher,
+autoscaling); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from .. import lifecycle as _lc, platforms as plat
 from ..findings import POLICY, Finding
 from ..findings import dotted
 from .base import Context, Hit, Rule, _Skip
-from .autoscaling import _jh050, _jh051, _jh052, _jh053, _jh054
+from .autoscaling import _jh055, _jh056, _jh057, _jh058, _jh059
 from .grace import _jh001, _jh011, _jh012, _jh019, _jh020, _jh021, _jh029
 from .probes import _jh002_all, _jh007, _jh008, _jh013, _jh014, _jh015
 from .migration import _jh003, _jh004, _jh005, _jh006, _jh016, _jh022, _jh030, _jh035, _jh036, _jh037, _jh038
 from .pod import _jh009, _jh010, _jh017, _jh018, _jh023, _jh024, _jh025, _jh026, _jh028, _jh031, _jh032, _restricted_problems  # noqa: F401 (tests import it from here)
 from .launcher import _jh044, _jh045, _jh046, _jh047, _jh048, _jh049
-from .networkpolicy import _jh041, _jh042, _jh043
+from .networkpolicy import _jh041, _jh042, _jh043, _jh051
+from .env import _jh050
+from .resources import _jh052
 
 
 # Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
@@ -73,11 +76,14 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH047": _jh047,
     "JH048": _jh048,
     "JH049": _jh049,
-    "JH055": _jh050,
-    "JH056": _jh051,
-    "JH057": _jh052,
-    "JH058": _jh053,
-    "JH059": _jh054,
+    "JH050": _jh050,
+    "JH051": _jh051,
+    "JH052": _jh052,
+    "JH055": _jh055,
+    "JH056": _jh056,
+    "JH057": _jh057,
+    "JH058": _jh058,
+    "JH059": _jh059,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

@@ -22,7 +22,7 @@ def _on(block: Any) -> bool:
     return isinstance(block, Mapping) and block.get("enabled") is True
 
 
-def _jh050(ctx: Context) -> Iterator[Hit]:
+def _jh055(ctx: Context) -> Iterator[Hit]:
     for role in model.enabled_roles(ctx.values):
         auto = _auto(ctx, role)
         if _on(auto.get("hpa")) and _on(auto.get("keda")):
@@ -33,7 +33,7 @@ def _jh050(ctx: Context) -> Iterator[Hit]:
                       "keep one of them")
 
 
-def _jh051(ctx: Context) -> Iterator[Hit]:
+def _jh056(ctx: Context) -> Iterator[Hit]:
     for role in model.enabled_roles(ctx.values):
         kind = model.role_autoscaler(ctx.values, role)
         if kind and ctx.user_sets(f"handlers.{role}.replicas"):
@@ -44,7 +44,7 @@ def _jh051(ctx: Context) -> Iterator[Hit]:
                       f"remove handlers.{role}.replicas; set handlers.{role}.autoscaling.{kind}.{low} instead")
 
 
-def _jh052(ctx: Context) -> Iterator[Hit]:
+def _jh057(ctx: Context) -> Iterator[Hit]:
     for role in model.enabled_roles(ctx.values):
         keda = _auto(ctx, role).get("keda")
         if not _on(keda) or keda.get("minReplicaCount") != 0:
@@ -63,7 +63,7 @@ def _scale_down(block: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, Mapping) else None
 
 
-def _jh053(ctx: Context) -> Iterator[Hit]:
+def _jh058(ctx: Context) -> Iterator[Hit]:
     for role in model.enabled_roles(ctx.values):
         kind = model.role_autoscaler(ctx.values, role)
         if kind is None:
@@ -93,7 +93,7 @@ def _jh053(ctx: Context) -> Iterator[Hit]:
                       f"one poll) and a pace that fits the role's PDB and grace) or raise it to at least {poll}")
 
 
-def _jh054(ctx: Context) -> Iterator[Hit]:
+def _jh059(ctx: Context) -> Iterator[Hit]:
     for role in model.enabled_roles(ctx.values):
         keda = _auto(ctx, role).get("keda")
         if not _on(keda):
