@@ -305,12 +305,16 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
 
 @SHARED
 def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) -> None:
-    """Force-delete (grace 0: SIGKILL, no shutdown code runs) the job handler that runs the
-    most jobs while they run as Kubernetes Jobs. The StatefulSet recreates it with the same
-    server name; it adopts its jobs: each ends `ok` with its output, at least one of them
-    having finished (Kubernetes Job complete) while no handler of that name was running."""
+    """Force-delete (grace 0: SIGKILL, no shutdown code runs) a job handler while its jobs run
+    as Kubernetes Jobs, and hold it away (the StatefulSet scaled below its ordinal: a node
+    loss, a long outage; its restart alone takes ~20-30 s, shorter than any job) until one of
+    its Jobs has completed, then scale back. The pod of the same name adopts its jobs: each
+    ends `ok` with its output, including the ones that finished while no handler watched them
+    (no TTL deleted their Jobs)."""
     sc, p, watch = shared, shared.progress, galaxy_k8s.watch
-    durations = [65, 65, 65, 180, 180, 180]
+    durations = [65, 65, 65, 65, 180, 180]
+    sts = sc.deployments()["job"]["metadata"]["name"]
+    replicas = int(sc.deployments()["job"]["spec"]["replicas"])
     with p.phase("every handler Ready"):
         sc.wait_handlers_ready(600)
     before_lines = _contents(sc)
@@ -319,24 +323,34 @@ def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) ->
         wait_until(lambda: all(r["state"] == "running" for r in _rows(sc, ids)), 300, "every job running",
                    interval=2, describe=lambda: str(_rows(sc, ids)))
     rows = _rows(sc, ids)
-    handlers = sorted({r["handler"] for r in rows}, key=lambda h: -sum(r["handler"] == h for r in rows))
-    target = handlers[0]
+    # the highest ordinal that runs a job: scaling to its ordinal keeps it (and only the ones
+    # above it, none here if it is the last) away
+    target = max({r["handler"] for r in rows}, key=lambda h: int(h.rsplit("-", 1)[1]))
+    ordinal = int(target.rsplit("-", 1)[1])
     theirs = {r["id"] for r in rows if r["handler"] == target}
     p.fact("target", target)
     p.fact("target_jobs", sorted(theirs))
-    with p.phase(f"force-delete {target} (grace 0); it comes back Ready"):
-        uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
+    with p.phase(f"force-delete {target} (grace 0), hold it away until one of its Jobs completes"):
         t0 = time.time()
         sc.kube.core.delete_namespaced_pod(target, sc.namespace, grace_period_seconds=0)
-        wait_until(lambda: (pod := sc.kube.pod(sc.namespace, target)) is not None and pod["metadata"]["uid"] != uid,
-                   120, f"a new {target} pod", interval=1)
+        sc.kube.apps.patch_namespaced_stateful_set_scale(sts, sc.namespace, {"spec": {"replicas": ordinal}})
+        wait_until(lambda: sc.kube.pod(sc.namespace, target) is None, 120, f"{target} gone", interval=1)
+        names = {r["id"]: r["external_id"] for r in rows if r["id"] in theirs}
+        wait_until(lambda: (watch.poll() or True) and any(n in watch.completed for n in names.values()), 300,
+                   f"a Job of {target} to complete", interval=2)
+        p.fact("jobs_states_while_away", {r["id"]: r["state"] for r in _rows(sc, theirs)})
+        assert all(r["state"] == "running" for r in _rows(sc, theirs)), "a job of the absent handler changed state"
+    with p.phase(f"scale back to {replicas}: {target} returns Ready"):
+        t1 = time.time()
+        sc.kube.apps.patch_namespaced_stateful_set_scale(sts, sc.namespace, {"spec": {"replicas": replicas}})
+        wait_until(lambda: sc.kube.pod(sc.namespace, target) is not None, 120, f"a new {target}", interval=1)
         sc.wait_handlers_ready(600)
         pod = sc.kube.pod(sc.namespace, target)
         started = parse_time(next(s for s in pod["status"]["containerStatuses"] if s["name"] == "job")
                              ["state"]["running"]["startedAt"])
-        p.fact("kill_to_new_container_started_s", round(started - t0, 1))
-        p.fact("kill_to_ready_s", round(time.time() - t0, 1))
-    with p.phase("every job ok with its output; one ended while its handler was away"):
+        p.fact("handler_away_s", round(started - t0, 1))
+        p.fact("scale_back_to_ready_s", round(time.time() - t1, 1))
+    with p.phase("every job ok with its output; the ones that ended while their handler was away too"):
         wait_until(lambda: not [r for r in _rows(sc, ids) if r["state"] in gx.UNFINISHED], 600,
                    "every job final", interval=3, describe=lambda: str(_rows(sc, ids)))
         final = _check_jobs(sc, watch, ids, durations, before_lines, p)
