@@ -29,6 +29,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.drain" (list $ $role) }}
 {{- include "jobhandlers.checks.identity" (list $ $role) }}
 {{- include "jobhandlers.checks.launcher" (list $ $role) }}
+{{- include "jobhandlers.checks.autoscaling" (list $ $role) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -261,5 +262,15 @@ the user's own egress rules) no chart pod could reach the database. */}}
 {{- end }}
 {{- else if or (not (kindIs "invalid" $raw.rules)) $raw.namespace (and (hasKey $ps "mutate") $ps.mutate) }}
 {{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s sets launcher.rules, launcher.namespace or launcher.podSecurity.mutate, but launcher.enabled is false: nothing is rendered for them. Fix: set handlers.%s.launcher.enabled=true, or remove them. (jobhandlers check: JH045)" $role $role) }}
+{{- end }}
+{{- end }}
+
+{{/* Autoscaled roles (handlers.<role>.autoscaling, _autoscaling.tpl): one autoscaler per role. */}}
+{{- define "jobhandlers.checks.autoscaling" -}}
+{{- $role := index . 1 }}
+{{- $spec := include "jobhandlers.role.spec" . | fromJson }}
+{{- $a := $spec.autoscaling | default dict }}
+{{- if and ($a.hpa | default dict).enabled ($a.keda | default dict).enabled }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.autoscaling has both hpa.enabled and keda.enabled: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas. Fix: keep one of them. (jobhandlers check: JH055)" $role) }}
 {{- end }}
 {{- end }}

@@ -1,6 +1,6 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
-One module per concern (grace, probes, migration, pod, networkpolicy, launcher); this one is the
+One module per concern (grace, probes, migration, pod, networkpolicy, launcher, autoscaling); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .. import lifecycle as _lc, platforms as plat
 from ..findings import POLICY, Finding
 from ..findings import dotted
 from .base import Context, Hit, Rule, _Skip
+from .autoscaling import _jh050, _jh051, _jh052, _jh053, _jh054
 from .grace import _jh001, _jh011, _jh012, _jh019, _jh020, _jh021, _jh029
 from .probes import _jh002_all, _jh007, _jh008, _jh013, _jh014, _jh015
 from .migration import _jh003, _jh004, _jh005, _jh006, _jh016, _jh022, _jh030, _jh035, _jh036, _jh037, _jh038
@@ -72,6 +73,11 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH047": _jh047,
     "JH048": _jh048,
     "JH049": _jh049,
+    "JH055": _jh050,
+    "JH056": _jh051,
+    "JH057": _jh052,
+    "JH058": _jh053,
+    "JH059": _jh054,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

@@ -14,10 +14,15 @@ KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)$(if $(filter 1,$(KIND_CO
 KIND_WORKERS      ?= 2
 KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
 JH_CACHE          ?= /var/cache/jobhandlers
-export KIND_K8S KIND_CONTAINERD KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE
+# KIND_REGISTRY=1 (the default): the nodes pull the docker.io images (jobhandlers/...) from the
+# local registry (tests/kind/scripts/registry.sh: one container, jh-registry, on the kind
+# network, storage in $(JH_CACHE)/registry), which `make kind-load` pushes them to; 0: `kind load`
+# copies every image into every node, as before.
+KIND_REGISTRY     ?= 1
+export KIND_K8S KIND_CONTAINERD KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE KIND_REGISTRY
 KIND_ENV := KIND=$(KIND)
 
-.PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-postgres test-kind-versions test-kind-smoke test-kind netpol-image
+.PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-registry-down kind-postgres test-kind-versions test-kind-smoke test-kind netpol-image
 
 docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for this kernel)
 	tests/images/docker-up.sh
@@ -25,13 +30,18 @@ docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for t
 kind-node-image: docker-up ## build the offline kind node image (cached by its inputs)
 	tests/kind/node/build-node.sh $(KIND_NODE_IMAGE) $(KIND_K8S)
 
-kind-up: $(KIND) docker-up ## create the kind cluster, wait for Ready; kubeconfig in $(KIND_KUBECONFIG)
+# the local registry's binary (tests/oci/oci.mk): kind-up starts the registry; in .ci/run it may
+# run before `make tools` has built it
+kind-up: $(KIND) docker-up $(if $(filter 1,$(KIND_REGISTRY)),$(BIN)/registry) ## create the kind cluster, wait for Ready; kubeconfig in $(KIND_KUBECONFIG)
 	$(KIND_ENV) tests/kind/scripts/kind-up.sh
 
-kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers remain
+kind-down: $(KIND) ## delete the kind cluster, fail if any of its containers remain (the local registry stays: other clusters may use it)
 	$(KIND_ENV) tests/kind/scripts/kind-down.sh
 
-kind-load: image kind-up venv ## load the workload, PostgreSQL and app images onto the cluster's nodes (the scenarios do it too; .ci/run does it beside make test)
+kind-registry-down: ## remove the local registry's container (its storage in $(JH_CACHE)/registry stays)
+	tests/kind/scripts/registry.sh down
+
+kind-load: image kind-up venv ## push the workload, PostgreSQL and app images to the local registry the nodes pull from (KIND_REGISTRY=0: kind load them into the nodes); the scenarios do it too
 	cd tests/kind/scenarios && $(KIND_ENV) $(abspath $(PY)) -c 'from jhkind import setup; from jhkind.progress import Progress; print("loaded:", " ".join(setup.load_images(Progress("kind-load"))))'
 
 # The scenarios' external PostgreSQL (namespace jh-postgres; the scenarios apply it too, and find
@@ -78,7 +88,9 @@ image: netpol-image
 # its own cluster, the scenarios marked `versions` one at a time (two of them drain nodes), then
 # the cluster is deleted. Not part of .ci/run (the second node image does not fit its budget).
 KIND_VERSIONS_K8S ?= 1.29
-VERSIONS_ENV = KIND_K8S=$(KIND_VERSIONS_K8S) KIND_CONTAINERD=1 KIND_CLUSTER_NAME=jobhandlers-v$(subst .,-,$(KIND_VERSIONS_K8S)) \
+# KIND_REGISTRY=0: its nodes get the images by `kind load`. Their containerd 1.6 takes the same
+# config_path key and hosts.toml, but that was not tried on this cluster yet.
+VERSIONS_ENV = KIND_K8S=$(KIND_VERSIONS_K8S) KIND_CONTAINERD=1 KIND_REGISTRY=0 KIND_CLUSTER_NAME=jobhandlers-v$(subst .,-,$(KIND_VERSIONS_K8S)) \
   KIND_NODE_IMAGE=jobhandlers/kind-node:v$(KIND_VERSIONS_K8S) \
   KIND_KUBECONFIG=$(ROOT)/tests/kind/.work/kubeconfig-v$(KIND_VERSIONS_K8S)
 test-kind-versions: image venv $(KIND) ## the version-gate suite on an older live cluster (KIND_VERSIONS_K8S, default 1.29): node image, cluster, scenarios marked versions, kind-down

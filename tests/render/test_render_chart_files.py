@@ -14,7 +14,9 @@ from generator import helm
 SCHEMA = json.loads((helm.CHART_DIR / "values.schema.json").read_text())
 DEFAULTS = YAML(typ="safe").load((helm.CHART_DIR / "values.yaml").read_text())
 # Objects whose keys Kubernetes owns, not the chart: left open on purpose.
-OPEN = {"podSecurityContext", "containerSecurityContext", "securityContext", "affinity", "global"}
+# Kubernetes- or KEDA-typed objects passed through as given
+OPEN = {"podSecurityContext", "containerSecurityContext", "securityContext", "affinity", "global", "scaleUp", "scaleDown",
+        "advanced"}
 
 
 def walk(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:

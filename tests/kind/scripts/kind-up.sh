@@ -7,7 +7,9 @@
 #      KIND_NODE_IMAGE, KIND_OFFLINE, KIND_KUBECONFIG, KIND_READY_TIMEOUT (s),
 #      KIND_SHARED_DIR (host directory mounted into every node at /jobhandlers-shared: the
 #      scenarios' ReadWriteMany volume, a hostPath PV every node sees; default
-#      tests/kind/.work/shared-<cluster>, the default one removed by kind-down.sh).
+#      tests/kind/.work/shared-<cluster>, the default one removed by kind-down.sh),
+#      KIND_REGISTRY (default 1: the nodes pull docker.io images from the local registry,
+#      registry.sh; 0: they get them by `kind load`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kind_dir=$(cd "$here/.." && pwd)
@@ -19,8 +21,10 @@ kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v${KIND_K8S:-1.37}}
 timeout=${KIND_READY_TIMEOUT:-300}
 shared_dir=${KIND_SHARED_DIR:-$kind_dir/.work/shared-$name}
-shared_mount=/jobhandlers-shared  # jhkind/shared.py: NODE_DIR
+shared_mount=/jobhandlers-shared  # test_22_galaxy_k8s.py: NODE_DIR
 pod_subnet=10.244.0.0/16
+use_registry=${KIND_REGISTRY:-1}
+[[ $use_registry == 0 || $use_registry == 1 ]] || die "KIND_REGISTRY=$use_registry: use 1 (local registry) or 0 (kind load)"
 [[ $workers =~ ^[0-9]+$ ]] || die "KIND_WORKERS=$workers must be a number"
 command -v "$KIND" >/dev/null || die "kind binary '$KIND' not found (run: make tools)"
 t0=$SECONDS
@@ -113,6 +117,15 @@ else
       echo "  kind: KubeletConfiguration"
       echo "  failCgroupV1: false"
     fi
+    # containerd reads /etc/containerd/certs.d/<host>/hosts.toml on every pull (registry.sh
+    # hosts writes docker.io's below). The same version 2 key in containerd 1.6 and 2.x (2.x
+    # migrates it in memory); kind merges it into the node's config.toml and restarts containerd.
+    if [[ $use_registry == 1 ]]; then
+      echo "containerdConfigPatches:"
+      echo "- |-"
+      echo "  [plugins.\"io.containerd.grpc.v1.cri\".registry]"
+      echo "    config_path = \"/etc/containerd/certs.d\""
+    fi
     echo "nodes:"
     for ((i = 0; i <= workers; i++)); do
       if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
@@ -123,7 +136,7 @@ else
     done
   } > "$cfg"
   # world-writable like /tmp (sticky): the scenarios make a directory per namespace in it,
-  # owned by the app's uid, from a node (jhkind/shared.py)
+  # owned by the app's uid, from a node (test_22_galaxy_k8s.py)
   mkdir -p "$shared_dir" && chmod 1777 "$shared_dir"
   if [[ $offline == 1 ]]; then
     t=$SECONDS; "$kind_dir/node/build-node.sh" "$node_image" "${KIND_K8S:-1.37}"
@@ -161,6 +174,20 @@ if [[ $offline == 1 ]]; then
     done
   done
   log "static CNI installed on: ${nodes//$'\n'/ }"
+fi
+
+# the local registry as docker.io's mirror, on nodes whose containerd reads certs.d (a cluster
+# created with KIND_REGISTRY=0, or before the registry, gets its images by `kind load`)
+if [[ $use_registry == 1 ]]; then
+  mirrored=()
+  for n in $nodes; do
+    if docker exec "$n" grep -q '^ *config_path = "/etc/containerd/certs.d"' /etc/containerd/config.toml; then mirrored+=("$n"); fi
+  done
+  if ((${#mirrored[@]})); then
+    "$here/registry.sh" up
+    "$here/registry.sh" hosts "${mirrored[@]}"
+    log "local registry mirrors docker.io on: ${mirrored[*]}"
+  fi
 fi
 
 log "waiting up to ${timeout}s for nodes Ready"

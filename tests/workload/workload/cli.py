@@ -8,16 +8,22 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from workload import db, log, migrations, queue
 from workload.config import ConfigError, Settings, database_url, image_version
 
+if TYPE_CHECKING:
+    from workload.launcher import JobLauncher
+
 EPILOG = """exit codes: 0 ok, 1 failure, 2 unusable input, 3 schema behind, 4 schema ahead,
 5 database unreachable. Environment: DATABASE_URL, WORKLOAD_VERSION (schema head: 1 -> 3,
 2 -> 4, 3 -> 6 with pre-deploy head 5), SKIP_POST_DEPLOYMENT_MIGRATIONS, JOBHANDLERS_STATE_DIR, HEARTBEAT_INTERVAL_SECONDS, DRAIN_DEADLINE_SECONDS,
-JOBHANDLERS_START_DRAINED, WORKLOAD_LEASE_SECONDS, WORKLOAD_POLL_SECONDS, WORKLOAD_CONCURRENCY.
+JOBHANDLERS_START_DRAINED, WORKLOAD_LEASE_SECONDS, WORKLOAD_POLL_SECONDS, WORKLOAD_CONCURRENCY;
+launcher mode: WORKLOAD_LAUNCH=job, WORKLOAD_LAUNCH_IMAGE, WORKLOAD_LAUNCH_DB_SECRET[_KEY],
+WORKLOAD_LAUNCH_NAMESPACE, WORKLOAD_LAUNCH_PREFIX, WORKLOAD_LAUNCH_SYNC_SECONDS (README).
 Signals: SIGTERM/SIGINT drain then exit (a second one requeues at once), SIGUSR2 toggles drain mode."""
 
 
@@ -28,7 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     web = sub.add_parser("web", help="HTTP API role (port 8080)")
     web.add_argument("--host", default="0.0.0.0")
     web.add_argument("--port", type=int, default=int(os.environ.get("WORKLOAD_PORT", "8080") or 8080))
-    sub.add_parser("job", help="job handler role: claims and runs jobs")
+    job = sub.add_parser("job", help="job handler role: claims and runs jobs (in-process, or as Kubernetes Jobs)")
+    job.add_argument("--launch", choices=("inprocess", "job"), default=None,
+                     help="where a claimed job runs (default $WORKLOAD_LAUNCH or inprocess): in this process, "
+                          "or as a Kubernetes Job running `workload run-job <id>`")
+    rj = sub.add_parser("run-job", help="run one launched job (the command of a Kubernetes Job the launcher created)")
+    rj.add_argument("job_id", type=int)
     sub.add_parser("workflow", help="workflow handler role: chains workflow steps into jobs")
     mig = sub.add_parser("migrate", help="apply pending schema migrations (advisory-locked, idempotent)")
     mig.add_argument("--slow", type=float, default=None, metavar="SECONDS",
@@ -152,6 +163,11 @@ def _role(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     if args.command == "job":
+        mode = args.launch or os.environ.get("WORKLOAD_LAUNCH", "").strip() or "inprocess"
+        if mode == "job":
+            return run_role(_launcher(settings))
+        if mode != "inprocess":
+            raise ConfigError(f"WORKLOAD_LAUNCH={mode!r}; set it to inprocess or job")
         from workload.handler import JobHandler
 
         return run_role(JobHandler(settings))
@@ -166,6 +182,24 @@ def _role(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
     return run_role(role)
+
+
+def _launcher(settings: Settings) -> "JobLauncher":
+    from workload.jobspec import LaunchSettings
+    from workload.kubeapi import KubeApi
+    from workload.launcher import JobLauncher
+
+    api = KubeApi.from_env(os.environ)
+    return JobLauncher(settings, LaunchSettings.from_env(os.environ, settings.version, api.namespace()), api)
+
+
+def cmd_run_job(args: argparse.Namespace) -> int:
+    from workload.runjob import run_job
+
+    code = run_job(args.job_id)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
 
 
 def cmd_drain(args: argparse.Namespace) -> int:
@@ -195,6 +229,7 @@ def cmd_counts(_args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"migrate": cmd_migrate, "downgrade": cmd_downgrade, "db": cmd_db, "web": cmd_role, "job": cmd_role, "workflow": cmd_role,
+            "run-job": cmd_run_job,
             "drain": cmd_drain, "undrain": cmd_drain, "submit": cmd_submit, "counts": cmd_counts}
 
 

@@ -190,7 +190,7 @@ def run_pod(sc: Scenario, name: str, script: str, timeout: float = 600) -> tuple
             "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
-                "name": "seed", "image": IMAGE, "imagePullPolicy": "Never",
+                "name": "seed", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
                 "command": ["sh", "-c", script], "env": [{"name": "DATABASE_URL", "value": url}],
                 "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
                                     "capabilities": {"drop": ["ALL"]}},

@@ -23,6 +23,9 @@ APP_IMAGES = ["jobhandlers/procrastinate:1", "jobhandlers/procrastinate:2", "job
               "jobhandlers/workload-noshell:1", "jobhandlers/galaxy:26.1", "jobhandlers/galaxy:25.1",
               "jobhandlers/celery:1", "jobhandlers/rabbitmq:1"]
 IMAGES = [f"{WORKLOAD_IMAGE}:1", f"{WORKLOAD_IMAGE}:2", f"{WORKLOAD_IMAGE}:3", POSTGRES_IMAGE, *APP_IMAGES]
+REGISTRY_SCRIPT = ROOT / "tests" / "kind" / "scripts" / "registry.sh"
+# what `registry.sh hosts` (run by kind-up) writes on a node whose containerd uses the local registry
+MIRROR_CONFIG = "/etc/containerd/certs.d/docker.io/hosts.toml"
 
 
 class SetupError(Exception):
@@ -67,9 +70,18 @@ def _run(cmd: list[str], what: str, timeout: float = 900) -> str:
     return proc.stdout
 
 
+def mirrored(nodes: list[str]) -> bool:
+    """Whether every node pulls docker.io images from the local registry (kind-up, KIND_REGISTRY=1)."""
+    return all(subprocess.run(["docker", "exec", n, "test", "-f", MIRROR_CONFIG], capture_output=True).returncode == 0
+               for n in nodes)
+
+
 def load_images(progress: Progress, name: str | None = None) -> list[str]:
-    """Build the images when missing (`make image`), then `kind load` them (kind skips
-    images the node already has). JH_SKIP_KIND_LOAD=1: a non-kind cluster that has them."""
+    """Build the images when missing (`make image`), then make them available to the nodes:
+    pushed to the local registry when the nodes use it (registry.sh push skips what is there;
+    each node pulls what its pods use), else `kind load` (kind skips images the node already
+    has: a cluster made with KIND_REGISTRY=0). JH_SKIP_KIND_LOAD=1: a non-kind cluster that
+    has them."""
     name = name or cluster_name()
     missing = [img for img in IMAGES
                if subprocess.run(["docker", "image", "inspect", img], capture_output=True).returncode != 0]
@@ -91,6 +103,12 @@ def load_images(progress: Progress, name: str | None = None) -> list[str]:
                 ([i for i in IMAGES if i != POSTGRES_IMAGE], workers)]
     lock_path = Path(os.environ.get("JH_CACHE", "/var/cache/jobhandlers")) / "locks" / f"kind-load-{name}.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
+    if mirrored(nodes):
+        with progress.phase(f"registry.sh push: {len(IMAGES)} images to the local registry the nodes pull from"), \
+                open(lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one pushes, the others find them there
+            _run([str(REGISTRY_SCRIPT), "push", *IMAGES], "registry.sh push", timeout=1800)
+        return IMAGES
     with progress.phase(f"kind load {' '.join(IMAGES)} ({len(nodes)} nodes, in parallel)"), \
             open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one loads, the others find the images there

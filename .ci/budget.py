@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The time budget of .ci/run's stages, in one place, and the table printed at the end of a run.
+
+    .ci/budget.py STAGES_FILE [SCENARIOS_JSON]
+
+STAGES_FILE has one line per finished stage, "NAME SECONDS EXIT" (.ci/run's stage() appends
+them); SCENARIOS_JSON is bench-results/kind-scenarios.json (per-scenario seconds), optional.
+Prints budget, actual and ratio for each stage, the ones over budget first. Stages whose time
+does not depend on caches ("check": the test and scenario passes, the cluster's start and end)
+fail the run (exit 1) when they take more than FAIL_RATIO × their budget; the builds and
+downloads ("report") are only reported, since a cold machine takes many times its warm time.
+Scenarios are reported only (no per-scenario history yet): the ones over SCENARIO_BUDGET.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+FAIL_RATIO = 1.5
+# Warm budgets (s): stop 30's warm clean-clone run (docs/testing.md) with margin, 2 cores.
+# name: (budget, kind)
+BUDGETS: dict[str, tuple[int, str]] = {
+    "system": (60, "report"),            # apt; stop 30 cold: 20 s
+    "venv": (90, "report"),              # 39 s warm, 65 s cold (downloads)
+    "kind": (30, "report"),              # 2 s warm (Go build cached), 134-260 s cold
+    "tools": (60, "report"),             # 23 s warm, ~20 min cold
+    "kind-node-image": (60, "report"),   # 30 s warm, ~17 min cold
+    "images": (60, "report"),            # 8 s warm, ~14 min cold
+    "kind-up": (60, "check"),            # 27 s
+    "kind-load": (60, "report"),         # a push to the local registry: 0-5 s warm, more after a rebuild
+    "kind-postgres": (60, "check"),      # 4 s
+    "test-cpu": (750, "check"),          # 649 s (niced, beside the scenarios)
+    "test-kind-main": (1800, "check"),   # 1611 s
+    "test-kind-nodes": (650, "check"),   # 555 s
+    "test-wait": (300, "check"),         # 205 s
+    "kind-down": (90, "check"),          # 35 s
+    "total": (2700, "report"),           # 2477 s warm; cold ≈ 69 min; CI limit 90 min
+}
+SCENARIO_BUDGET = 300  # s, one scenario (stop 30 cold: the slowest, 16d, 259 s)
+
+
+def read_stages(text: str) -> dict[str, tuple[float, int]]:
+    """NAME SECONDS EXIT lines -> {name: (seconds, exit)}; a stage run twice keeps its last line."""
+    stages: dict[str, tuple[float, int]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            stages[parts[0]] = (float(parts[1]), int(parts[2]))
+    return stages
+
+
+def rows(stages: dict[str, tuple[float, int]], scenarios: dict | None = None) -> list[dict]:
+    """One row per budgeted stage (actual None when it did not run), then the stages without a
+    budget, then the scenarios over theirs; sorted over-budget first, by ratio."""
+    out = []
+    for name, (budget, kind) in BUDGETS.items():
+        actual, rc = stages.get(name, (None, 0))
+        out.append({"name": name, "kind": kind, "budget": budget, "actual": actual, "exit": rc})
+    for name, (actual, rc) in stages.items():
+        if name not in BUDGETS:  # a stage added without a budget: shown, so it gets one
+            out.append({"name": name, "kind": "report", "budget": None, "actual": actual, "exit": rc})
+    for name, entry in (scenarios or {}).items():
+        seconds = entry.get("seconds") if isinstance(entry, dict) else None
+        if isinstance(seconds, (int, float)) and seconds > SCENARIO_BUDGET:
+            out.append({"name": f"scenario {name}", "kind": "report", "budget": SCENARIO_BUDGET, "actual": seconds,
+                        "exit": 0 if entry.get("passed", True) else 1})
+    for r in out:
+        r["ratio"] = r["actual"] / r["budget"] if r["actual"] is not None and r["budget"] else None
+        r["fail"] = r["kind"] == "check" and r["ratio"] is not None and r["ratio"] > FAIL_RATIO
+    return sorted(out, key=lambda r: -(r["ratio"] if r["ratio"] is not None else -1))
+
+
+def table(rs: list[dict]) -> str:
+    lines = [f"{'stage':<40} {'kind':<6} {'budget':>7} {'actual':>7} {'ratio':>6}  verdict"]
+    for r in rs:
+        budget = f"{r['budget']}" if r["budget"] is not None else "-"
+        actual = f"{r['actual']:.0f}" if r["actual"] is not None else "-"
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
+        if r["actual"] is None:
+            verdict = "did not run"
+        elif r["ratio"] is None:
+            verdict = "no budget: add one to .ci/budget.py"
+        elif r["fail"]:
+            verdict = f"OVER by {r['actual'] - r['budget']:.0f} s (> {FAIL_RATIO}x): FAILS the run"
+        elif r["ratio"] > 1:
+            verdict = f"over by {r['actual'] - r['budget']:.0f} s"
+        else:
+            verdict = f"under by {r['budget'] - r['actual']:.0f} s"
+        if r["exit"]:
+            verdict += f" (the stage failed, exit {r['exit']})"
+        lines.append(f"{r['name'][:40]:<40} {r['kind']:<6} {budget:>7} {actual:>7} {ratio:>6}  {verdict}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(__doc__, file=sys.stderr)
+        return 2
+    stages = read_stages(Path(argv[1]).read_text())
+    scenarios = None
+    if len(argv) == 3 and Path(argv[2]).is_file():
+        try:
+            scenarios = json.loads(Path(argv[2]).read_text())
+        except ValueError:
+            print(f"{argv[2]}: not JSON, scenarios left out")
+    rs = rows(stages, scenarios)
+    print(table(rs))
+    failed = [r["name"] for r in rs if r["fail"]]
+    if failed:
+        print(f"over budget by more than {FAIL_RATIO}x: {', '.join(failed)} (budgets: .ci/budget.py)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
