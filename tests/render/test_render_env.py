@@ -123,7 +123,13 @@ def _rendered_key(where: str, objs_by_suffix: dict[str, str]) -> str:
     return f"{objs_by_suffix[scope.removesuffix(' Job')]}/{name}"
 
 
-CASES = [(e.stem, [e], {}, "1.34") for e in EXAMPLES] + [
+def _version(example: Path) -> str:
+    """1.34, or the example's lowest version when it needs a newer one (# kube-versions)."""
+    versions = helm.example_versions(example)
+    return "1.34" if "1.34" in versions else versions[0]
+
+
+CASES = [(e.stem, [e], {}, _version(e)) for e in EXAMPLES] + [
     ("shaped-1.34", [], VALUES, "1.34"),
     ("shaped-1.28", [], {**VALUES, "sidecars": [{k: v for k, v in PROXY.items() if k != "migration"}]}, "1.28")]
 

@@ -294,6 +294,10 @@ def test_security_contexts_restricted(objs, version):
         assert sa["automountServiceAccountToken"] is False
 
 
+# a launching role's MutatingAdmissionPolicy and its binding (podSecurity.mutate)
+CLUSTER_SCOPED = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+
+
 def test_standard_labels(objs):
     for obj in objs:
         labels = obj["metadata"]["labels"]
@@ -302,7 +306,8 @@ def test_standard_labels(objs):
         assert labels["app.kubernetes.io/instance"] == model.RELEASE_NAME
         for k, v in labels.items():  # the API server rejects an object with an invalid label value
             assert len(v) <= 63 and LABEL_VALUE.fullmatch(v), (obj["kind"], obj["metadata"]["name"], k, v)
-        assert obj["metadata"]["namespace"] == model.NAMESPACE
+        if obj["kind"] not in CLUSTER_SCOPED:
+            assert obj["metadata"]["namespace"] == model.NAMESPACE
     for dep in kinds(objs, "Deployment") + kinds(objs, "StatefulSet"):
         selector = dep["spec"]["selector"]["matchLabels"]
         assert selector.items() <= dep["spec"]["template"]["metadata"]["labels"].items()

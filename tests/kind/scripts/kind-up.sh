@@ -5,6 +5,9 @@
 # conflist per node plus routes between nodes. Online path: kind's stock image.
 # Env: KIND (kind binary), KIND_CLUSTER_NAME, KIND_WORKERS (default 2; 0 = one node),
 #      KIND_NODE_IMAGE, KIND_OFFLINE, KIND_KUBECONFIG, KIND_READY_TIMEOUT (s),
+#      KIND_SHARED_DIR (host directory mounted into every node at /jobhandlers-shared: the
+#      scenarios' ReadWriteMany volume, a hostPath PV every node sees; default
+#      tests/kind/.work/shared-<cluster>, the default one removed by kind-down.sh),
 #      KIND_REGISTRY (default 1: the nodes pull docker.io images from the local registry,
 #      registry.sh; 0: they get them by `kind load`).
 set -euo pipefail
@@ -17,6 +20,8 @@ workers=${KIND_WORKERS:-2}
 kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v${KIND_K8S:-1.37}}
 timeout=${KIND_READY_TIMEOUT:-300}
+shared_dir=${KIND_SHARED_DIR:-$kind_dir/.work/shared-$name}
+shared_mount=/jobhandlers-shared  # test_22_galaxy_k8s.py: NODE_DIR
 pod_subnet=10.244.0.0/16
 use_registry=${KIND_REGISTRY:-1}
 [[ $use_registry == 0 || $use_registry == 1 ]] || die "KIND_REGISTRY=$use_registry: use 1 (local registry) or 0 (kind load)"
@@ -78,6 +83,8 @@ fi
 
 if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
   log "cluster $name exists"
+  docker exec "$name-control-plane" test -d "$shared_mount" || \
+    log "warning: cluster $name has no $shared_mount (created before its extraMounts): the scenarios that share a ReadWriteMany volume fail (make kind-down kind-up)"
   if [[ $offline == 1 ]]; then
     running=$(docker inspect -f '{{.Image}}' "$name-control-plane" 2>/dev/null || true)
     current=$(docker image inspect -f '{{.Id}}' "$node_image" 2>/dev/null || true)
@@ -123,8 +130,14 @@ else
     for ((i = 0; i <= workers; i++)); do
       if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
       if [[ $offline == 1 ]]; then echo "  image: $node_image"; fi
+      echo "  extraMounts:"
+      echo "  - hostPath: $shared_dir"
+      echo "    containerPath: $shared_mount"
     done
   } > "$cfg"
+  # world-writable like /tmp (sticky): the scenarios make a directory per namespace in it,
+  # owned by the app's uid, from a node (test_22_galaxy_k8s.py)
+  mkdir -p "$shared_dir" && chmod 1777 "$shared_dir"
   if [[ $offline == 1 ]]; then
     t=$SECONDS; "$kind_dir/node/build-node.sh" "$node_image" "${KIND_K8S:-1.37}"
     log "node image ready in $((SECONDS - t)) s"

@@ -8,6 +8,7 @@ galaxy-helm's layout expressed in our values (one Deployment per handler identit
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -19,6 +20,8 @@ from .scenario import WORKLOAD_IMAGE, Scenario
 from .waits import wait_until
 
 EXAMPLE = ROOT / "values-examples" / "galaxy.yaml"
+# the same install with Galaxy's Kubernetes job runner (test_22_galaxy_k8s.py)
+EXAMPLE_K8S = ROOT / "values-examples" / "galaxy-k8s.yaml"
 IMAGE = "jobhandlers/galaxy:26.1"
 OLD_TAG = "25.1"  # jobhandlers/galaxy:25.1 (Galaxy 25.1.3): the old side of the upgrade
 CONFIG = "/opt/galaxy/config/galaxy.yml"
@@ -37,15 +40,15 @@ UNFINISHED = {"new", "resubmitted", "upload", "waiting", "queued", "running", "p
 
 SUBMIT = r"""
 import json, sys, urllib.request
-base, key, durations = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+base, key, durations, name = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 def api(method, path, k, body=None):
     req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
                                  headers={"x-api-key": k, "content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=180) as r:
         return json.loads(r.read() or b"null")
-user = api("POST", "/api/users", key, {"username": "jh", "email": "jh@example.org", "password": "jobhandlers1"})
+user = api("POST", "/api/users", key, {"username": name, "email": f"{name}@example.org", "password": "jobhandlers1"})
 ukey = api("POST", f"/api/users/{user['id']}/api_key", key)
-hist = api("POST", "/api/histories", ukey, {"name": "jh"})
+hist = api("POST", "/api/histories", ukey, {"name": name})
 ids = []
 for seconds in durations:
     run = api("POST", "/api/tools", ukey, {"tool_id": "jh_sleep", "history_id": hist["id"], "inputs": {"seconds": seconds}})
@@ -54,11 +57,11 @@ print(json.dumps(ids))
 """
 
 
-def values(sc: Scenario, *overrides: dict) -> dict[str, Any]:
-    """values-examples/galaxy.yaml + the scenario's database + 100m CPU requests (2 shared
+def values(sc: Scenario, *overrides: dict, example: Path = EXAMPLE) -> dict[str, Any]:
+    """values-examples/galaxy.yaml (or `example`) + the scenario's database + 100m CPU requests (2 shared
     cores: the example's 1.85 cores of requests would not schedule next to other scenarios)
     + the heartbeat-trim sidecar's limit lowered to TRIM_MAX_BYTES."""
-    example = yaml.safe_load(EXAMPLE.read_text())
+    data = yaml.safe_load(example.read_text())
     cpu = {"requests": {"cpu": "100m"}}
     scenario = {
         "database": {"host": sc.pg.host, "port": 5432, "name": sc.database, "user": sc.database,
@@ -72,8 +75,8 @@ def values(sc: Scenario, *overrides: dict) -> dict[str, Any]:
             "job": {"resources": cpu},
         },
     }
-    scenario["sidecars"] = [_trim_faster(c) for c in example.get("sidecars") or []]
-    return deep_merge(example, scenario, *overrides)
+    scenario["sidecars"] = [_trim_faster(c) for c in data.get("sidecars") or []]
+    return deep_merge(data, scenario, *overrides)
 
 
 def _trim_faster(container: dict[str, Any]) -> dict[str, Any]:
@@ -85,9 +88,10 @@ def _trim_faster(container: dict[str, Any]) -> dict[str, Any]:
     return {**container, "env": env}
 
 
-def install(sc: Scenario, *overrides: dict, timeout_s: int = 900, wait: bool = True) -> HelmResult:
+def install(sc: Scenario, *overrides: dict, timeout_s: int = 900, wait: bool = True,
+            example: Path = EXAMPLE) -> HelmResult:
     """helm install of the example (not on top of the workload's base values)."""
-    sc.values = values(sc, *overrides)
+    sc.values = values(sc, *overrides, example=example)
     return sc.helm.install(sc.release, sc.namespace, [sc._values_file(sc.values)], timeout_s, wait)
 
 
@@ -98,11 +102,12 @@ def client(sc: Scenario) -> Client:
     return sc._client
 
 
-def submit_sleep_jobs(sc: Scenario, durations: list[int]) -> list[str]:
-    """A user (made with the bootstrap admin key, once per scenario), a history, one run of the
-    jh_sleep tool per duration: Galaxy's encoded job ids."""
+def submit_sleep_jobs(sc: Scenario, durations: list[int], user: str = "jh") -> list[str]:
+    """A user named `user` (made with the bootstrap admin key: one name per call in an install),
+    a history, one run of the jh_sleep tool per duration: Galaxy's encoded job ids."""
     c = client(sc)
-    res = sc.kube.exec(sc.namespace, c.name, ["python3", "-c", SUBMIT, c.web_base, BOOTSTRAP_KEY, json.dumps(durations)],
+    res = sc.kube.exec(sc.namespace, c.name, ["python3", "-c", SUBMIT, c.web_base, BOOTSTRAP_KEY, json.dumps(durations),
+                                              user],
                        container="client", timeout=600)
     assert res.rc == 0, f"submitting {len(durations)} Galaxy jobs failed (exit {res.rc}): {res.stderr.strip()[-2000:]}"
     ids = json.loads(res.stdout.strip().splitlines()[-1])
