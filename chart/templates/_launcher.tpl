@@ -51,19 +51,20 @@ rules, podSecurity {enforce, podsMeet, mutate, podSelector}. Call with (list $ "
 {{- end }}
 {{- end }}
 
-{{/* "true" where the token is a projected volume in the handler container alone. */}}
+{{/* "true" for a launching role whose token is a projected volume in the handler container
+alone (from 1.21); a launching role below gets the automounted token. Call with (list $ "role"). */}}
 {{- define "jobhandlers.launcher.projectedToken" -}}
-{{- include "jobhandlers.gate" (list . "projectedServiceAccountToken") }}
+{{- if and (include "jobhandlers.launcher.enabled" .) (include "jobhandlers.gate" (list (index . 0) "projectedServiceAccountToken")) }}true{{ end }}
 {{- end }}
 
 {{/* The pod's automountServiceAccountToken: only a launching role below 1.21. */}}
 {{- define "jobhandlers.launcher.automount" -}}
-{{- if and (include "jobhandlers.launcher.enabled" .) (not (include "jobhandlers.launcher.projectedToken" (index . 0))) }}true{{ else }}false{{ end }}
+{{- if and (include "jobhandlers.launcher.enabled" .) (not (include "jobhandlers.launcher.projectedToken" .)) }}true{{ else }}false{{ end }}
 {{- end }}
 
 {{/* The handler container's token mount (a launching role from 1.21). Call with (list $ "role"). */}}
 {{- define "jobhandlers.launcher.tokenMount" -}}
-{{- if and (include "jobhandlers.launcher.enabled" .) (include "jobhandlers.launcher.projectedToken" (index . 0)) }}
+{{- if include "jobhandlers.launcher.projectedToken" . }}
 {{- include "jobhandlers.lifecycle.load" (index . 0) }}
 - name: launcher-token
   mountPath: {{ (index . 0).jobhandlersLifecycle.launcher.tokenPath }}
@@ -73,7 +74,7 @@ rules, podSecurity {enforce, podsMeet, mutate, podSelector}. Call with (list $ "
 
 {{/* The token volume, laid out as the automounted one. Call with (list $ "role"). */}}
 {{- define "jobhandlers.launcher.tokenVolume" -}}
-{{- if and (include "jobhandlers.launcher.enabled" .) (include "jobhandlers.launcher.projectedToken" (index . 0)) }}
+{{- if include "jobhandlers.launcher.projectedToken" . }}
 {{- include "jobhandlers.lifecycle.load" (index . 0) }}
 - name: launcher-token
   projected:

@@ -125,3 +125,18 @@ def migration_job(objects: Objects) -> dict[str, Any] | None:
     jobs = migration_jobs(objects)
     assert len(jobs) <= 1, [j["metadata"]["name"] for j in jobs]
     return jobs[0] if jobs else None
+
+
+def deep_merge(*parts: dict[str, Any]) -> dict[str, Any]:
+    """Values overrides merged left to right: maps key by key, anything else replaced."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        out = _merge2(out, part)
+    return out
+
+
+def _merge2(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge2(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out

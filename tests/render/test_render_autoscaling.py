@@ -10,6 +10,8 @@ import pytest
 from generator import helm, model
 from generator.values import merged
 
+from render_helpers import deep_merge as _merge
+
 HPA: dict[str, Any] = {"handlers": {"job": {"autoscaling": {"hpa": {"enabled": True, "minReplicas": 2,
                                                                    "maxReplicas": 6}}}}}
 KEDA: dict[str, Any] = {"handlers": {"job": {"autoscaling": {"keda": {
@@ -104,9 +106,3 @@ def test_both_autoscalers_refused():
         render(both)
     assert "(jobhandlers check: JH055)" in info.value.message
 
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out

@@ -10,24 +10,12 @@ import pytest
 
 from generator import helm, model
 
+from render_helpers import deep_merge as _merge
+
 SPLIT: dict[str, Any] = {"commands": {"migrate": ["workload", "migrate", "--skip-post-deployment"],
                                       "postMigrate": ["workload", "migrate"]},
                          "waitForMigrations": {"acceptAhead": True}}
 GITOPS = {"migration": {"useHelmHooks": False, "postDeploy": {"gitOps": "plain"}}}
-
-
-def _merge(*parts: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for part in parts:
-        out = _merge2(out, part)
-    return out
-
-
-def _merge2(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge2(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
 
 
 def post_jobs(objs: list[dict]) -> list[dict]:
