@@ -6,32 +6,32 @@ OutdatedDatabaseError and restarts, time to Ready after its migration, then a ro
 jobs in flight (identity overlap, orphaned jobs); 16c a rollout of the job StatefulSet with
 jobs in flight (one process per identity, every job final); 16d liveness on Galaxy's
 heartbeat log (a SIGSTOPped handler is restarted in place); 16e an upgrade from Galaxy
-25.1.3 to 26.1.2 across Galaxy's real migrations under a client loop.
+25.1.3 to 26.1.2 across Galaxy's real migrations under a client loop; 16f what a job costs
+on the local runner (22d: on the Kubernetes runner).
 
-16a, 16c and 16d share one install (one Galaxy costs minutes of a 2-core machine; each checks
-what it needs first, so any of them also runs alone) and one xdist group, so one worker
-builds it once. 16b and 16e have installs of their own and no group: under `make test-kind`
+16a, 16f, 16c and 16d share one install (jhkind.shared: one Galaxy costs minutes of a 2-core
+machine; each checks what it needs first, so any of them also runs alone) and one xdist
+group, so one worker builds it once. 16b and 16e have installs of their own and no group: under `make test-kind`
 they run on the other worker beside the shared install."""
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Iterator
 
 import pytest
 
 from jhkind import galaxy as gx
+from jhkind import gxcost
 from jhkind import liveness as live
 from jhkind.client import summarize
-from jhkind.cluster import RESTRICTED_LABELS, Kube, condition, event_time, job_state, parse_time, pod_ready, restart_count
-from jhkind.diagnostics import dump_namespace
-from jhkind.helm import Helm, HelmResult
+from jhkind.cluster import Kube, condition, event_time, job_state, parse_time, pod_ready, restart_count
+from jhkind.helm import Helm
 from jhkind.identity import lifetimes, overlaps
 from jhkind.observe import deletion_started, is_handler_pod, terminated_state
 from jhkind.postgres import Postgres
-from jhkind.progress import Progress, record
 from jhkind.scenario import Scenario, job_completed_at
+from jhkind.shared import Shared, open_shared, per_test
 from jhkind.waits import WaitTimeout, wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
@@ -46,49 +46,21 @@ SHORT, LONG = 45, 900
 GALAXY_ERRORS = ("OutdatedDatabaseError", "NoSuchTableError", "NoVersionTableError", "RevisionNotFoundError")
 
 
-class Shared:
-    """The shared install: its scenario and how helm install went."""
-
-    def __init__(self, sc: Scenario, install: HelmResult):
-        self.sc = sc
-        self.install = install
-
-
 @pytest.fixture(scope="module")
 def galaxy(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
-    """One namespace + database + Galaxy install (helm install --wait) for 16a, 16c, 16d."""
-    namespace = f"jh-galaxy-{secrets.token_hex(2)}"
-    progress = Progress("16-galaxy")
-    kube.create_namespace(namespace, dict(RESTRICTED_LABELS))
-    sc = Scenario(kube, helm, postgres, namespace, tmp_path_factory.mktemp("galaxy"), progress).open()
-    shared: Shared | None = None
-    try:
-        with progress.phase("helm install --wait of values-examples/galaxy.yaml"):
-            res = gx.install(sc, timeout_s=900)
-        shared = Shared(sc, res)
+    """One namespace + database + Galaxy install (helm install --wait) for 16a, 16c, 16d, 16f."""
+    with open_shared(kube, helm, postgres, tmp_path_factory.mktemp("galaxy"), "galaxy", "16-galaxy",
+                     "helm install of values-examples/galaxy.yaml") as shared:
+        with shared.sc.progress.phase("helm install --wait of values-examples/galaxy.yaml"):
+            shared.install = gx.install(shared.sc, timeout_s=900)
         yield shared
-    finally:
-        # a failed test dumped the namespace already; a failed install is dumped here
-        failed = shared is None or shared.install.rc != 0
-        with progress.phase("cleanup"):
-            sc.close(failed, delete_namespace=True)
 
 
 @pytest.fixture
 def shared(request, galaxy: Shared, scenario_summary: dict) -> Iterator[Scenario]:
     """The shared scenario with this test's own progress (phases and facts in the summary)."""
-    sc = galaxy.sc
-    galaxy.install.check("helm install of values-examples/galaxy.yaml")
-    sc.progress = Progress(request.node.name.removeprefix("test_")[:24])
-    started = time.monotonic()
-    try:
+    with per_test(request, galaxy, scenario_summary) as sc:
         yield sc
-    finally:
-        rep = getattr(request.node, "rep_call", None)
-        failed = rep is None or rep.failed
-        if failed:
-            dump_namespace(sc.kube, sc.namespace, sc.helm.status(sc.release, sc.namespace))
-        record(scenario_summary, request.node.name, sc.progress, time.monotonic() - started, rep)
 
 
 def _ready_at(pod: dict) -> float | None:
@@ -156,6 +128,28 @@ def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
         assert sizes and max(sizes.values()) <= gx.TRIM_MAX_BYTES + 8000, sizes
         assert all(pod_ready(pod) for pod in sc.handler_pods()), sc.describe_pods()
         assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+
+
+@SHARED
+def test_16f_galaxy_local_job_cost(shared: Scenario) -> None:
+    """What a job costs on the local runner, on an undisturbed install (22d is the Kubernetes
+    runner's): 3 jh_sleep jobs of 20 s, each `ok`; per job queued -> running, queued -> the
+    tool's first command, the tool's last command -> `ok` (gxcost). The job is a child process
+    of the handler: it adds no pod."""
+    sc, p = shared, shared.progress
+    with p.phase("every handler Ready"):
+        sc.wait_handlers_ready(600)
+    before = {j["id"] for j in gx.jobs(sc)}
+    with p.phase("3 jobs of 20 s, each ok"):
+        gx.submit_sleep_jobs(sc, [20, 20, 20], user="jh16f")
+        wait_until(lambda: len(_new_jobs(sc, before)) == 3
+                   and not [j for j in _new_jobs(sc, before) if j["state"] in gx.UNFINISHED], 300,
+                   "3 jobs final", interval=2, describe=lambda: str(_new_jobs(sc, before)))
+        final = _new_jobs(sc, before)
+        assert {j["state"] for j in final} == {"ok"}, final
+    with p.phase("per job: times from Galaxy's records"):
+        cost = gxcost.record(p, sc, {j["id"] for j in final})
+        assert all(cost[k]["n"] == 3 for k in cost), cost
 
 
 def pod_role_of(pod: dict) -> str:
@@ -315,6 +309,8 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         p.fact("final_states", {j["id"]: (j["state"], j["handler"]) for j in final})
         counts = {s: sum(1 for j in final if j["state"] == s) for s in {j["state"] for j in final}}
         p.fact("final_state_counts", counts)
+        # the number set beside 22a's (Kubernetes runner) in docs/benchmarks.md
+        p.fact("jobs_killed_or_error", len(final) - counts.get("ok", 0))
         p.fact("error_set_by", {"old process at shutdown": sum(gx.SHUTDOWN_INFO in j["info"] for j in final),
                                 "successor of the same name": sum(gx.KILLED_INFO in j["info"] for j in final)})
         names = {pod["metadata"]["name"] for pod in sc.handler_pods("job")}

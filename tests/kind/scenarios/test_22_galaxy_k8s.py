@@ -4,178 +4,55 @@ namespace, the job handlers only create and watch them, and share Galaxy's data 
 with the job pods through a ReadWriteMany claim (here a static hostPath PV on the directory
 kind-up.sh mounts into every node). 22a a rollout of the job StatefulSet with jobs in flight;
 22b a job handler SIGKILLed (pod force-deleted, grace 0) with jobs in flight, one of them ending
-while it is away. The local runner's loss on the same rollout is 16c's.
+while it is away; 22c a drain of the node that runs a job handler (a node scenario); 22d what a
+job costs on this runner (16f: on the local runner). The local runner's loss on the same
+rollout is 16c's.
 
-22a and 22b share one install (one Galaxy costs minutes of a 2-core machine; each checks what
-it needs first, so either also runs alone) and one xdist group. Jobs are the jh_sleep tool
+22a, 22b and 22d share one install (jhkind.galaxy_k8s.open_install: one Galaxy costs minutes of
+a 2-core machine; each checks what it needs first, so any of them also runs alone) and one
+xdist group. 22c runs in the node pass (`-m nodes`, a pytest run of its own, after the
+others): the same module fixture makes a fresh install there, since the main pass's is gone
+by then and a drain cannot run beside the other scenarios. Jobs are the jh_sleep tool
 (>= 60 s, writes `slept N`): each must end `ok` with that output, with exactly one Kubernetes
 Job and one pod, never restarted."""
 
 from __future__ import annotations
 
-import secrets
-import subprocess
-import threading
 import time
 from typing import Iterator
 
 import pytest
 
 from jhkind import galaxy as gx
-from jhkind import setup
-from jhkind.cluster import RESTRICTED_LABELS, Kube, parse_time
-from jhkind.diagnostics import dump_namespace
+from jhkind import galaxy_k8s as gk
+from jhkind import gxcost, nodes
+from jhkind.cluster import Kube, parse_time, pod_ready
+from jhkind.galaxy_k8s import JobWatch
 from jhkind.helm import Helm
 from jhkind.identity import lifetimes, overlaps
 from jhkind.observe import deletion_started, terminated_state
+from jhkind.podstats import PodUsage
 from jhkind.postgres import Postgres
-from jhkind.progress import Progress, record
+from jhkind.progress import Progress
 from jhkind.scenario import Scenario
+from jhkind.shared import Shared, per_test
 from jhkind.waits import wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
 SHARED = pytest.mark.xdist_group("galaxy-k8s")
 
-CLAIM = "galaxy-data"          # values-examples/galaxy-k8s.yaml: extraVolumes, k8s_persistent_volume_claims
-NODE_DIR = "/jobhandlers-shared"  # kind-up.sh: the host directory every node mounts (extraMounts)
-APP_UID = 10001                # the Galaxy image's user; the job pods run as it too (k8s_run_as_user_id)
-GALAXY_JOBS = "app.kubernetes.io/managed-by=galaxy"  # a label Galaxy puts on every Job's pod template
-
-
-def _node_sh(script: str) -> None:
-    """Run a shell script as root in the control-plane node (the shared directory is the same
-    host directory on every node)."""
-    node = f"{setup.cluster_name()}-control-plane"
-    res = subprocess.run(["docker", "exec", node, "sh", "-c", script], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, f"{node}: {script}: {res.stderr}"
-
-
-def shared_claim(kube: Kube, namespace: str) -> str:
-    """A ReadWriteMany claim CLAIM in the namespace, bound to a static hostPath PV on
-    NODE_DIR/<namespace>, a directory owned by APP_UID (Galaxy and its job pods write it).
-    Returns the PV's name."""
-    _node_sh(f"test -d {NODE_DIR} || {{ echo 'no {NODE_DIR}: a cluster made before kind-up.sh mounted it "
-             f"(make kind-down kind-up)' >&2; exit 1; }}; "
-             f"mkdir -p {NODE_DIR}/{namespace} && chown {APP_UID}:{APP_UID} {NODE_DIR}/{namespace}")
-    pv = f"jh-{namespace}-{CLAIM}"
-    kube.core.create_persistent_volume({
-        "apiVersion": "v1", "kind": "PersistentVolume",
-        "metadata": {"name": pv, "labels": {"jobhandlers.test/namespace": namespace}},
-        "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteMany"],
-                 "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-                 "hostPath": {"path": f"{NODE_DIR}/{namespace}", "type": "Directory"},
-                 "claimRef": {"namespace": namespace, "name": CLAIM}},
-    })
-    kube.core.create_namespaced_persistent_volume_claim(namespace, {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": CLAIM},
-        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv,
-                 "resources": {"requests": {"storage": "5Gi"}}},
-    })
-    wait_until(lambda: (kube.core.read_namespaced_persistent_volume_claim(CLAIM, namespace).status.phase == "Bound"),
-               60, f"claim {CLAIM} bound to {pv}", interval=1)
-    return pv
-
-
-class JobWatch:
-    """Every Kubernetes Job Galaxy creates in the namespace, polled every 2 s in a thread (the
-    handler deletes a Job once it has collected it): Galaxy job id (label
-    app.galaxyproject.org/job_id) -> Job names, Job name -> pod names and their highest
-    container restart count, and each Job's completion time."""
-
-    def __init__(self, kube: Kube, namespace: str):
-        self.kube, self.namespace = kube, namespace
-        self.jobs: dict[str, set[str]] = {}
-        self.pods: dict[str, set[str]] = {}
-        self.restarts: dict[str, int] = {}
-        self.labels: dict[str, str] = {}
-        self.completed: dict[str, float] = {}
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> "JobWatch":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.poll()
-            except Exception as exc:  # reported by the test, never silent
-                self.errors.append(repr(exc))
-            self._stop.wait(2)
-
-    def poll(self) -> None:
-        for job in self.kube.jobs(self.namespace):
-            meta = job["metadata"]
-            labels = ((job["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {}
-            if labels.get("app.kubernetes.io/managed-by") != "galaxy":
-                continue
-            self.jobs.setdefault(labels.get("app.galaxyproject.org/job_id", "?"), set()).add(meta["name"])
-            done = (job.get("status") or {}).get("completionTime")
-            if done:
-                self.completed[meta["name"]] = parse_time(done)
-        for pod in self.kube.pods(self.namespace, GALAXY_JOBS):
-            name = pod["metadata"]["labels"].get("job-name", "?")
-            self.pods.setdefault(name, set()).add(pod["metadata"]["name"])
-            self.labels = pod["metadata"]["labels"]
-            for st in (pod.get("status") or {}).get("containerStatuses") or []:
-                key = pod["metadata"]["name"]
-                self.restarts[key] = max(self.restarts.get(key, 0), int(st.get("restartCount") or 0))
-
-
-class Shared:
-    def __init__(self, sc: Scenario, install, watch: JobWatch):
-        self.sc, self.install, self.watch = sc, install, watch
-
-
 @pytest.fixture(scope="module")
 def galaxy_k8s(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     """One namespace (Pod Security restricted) + database + ReadWriteMany claim + Galaxy install
-    (helm install --wait of galaxy-k8s.yaml) for 22a and 22b."""
-    namespace = f"jh-gxk8s-{secrets.token_hex(2)}"
-    progress = Progress("22-galaxy-k8s")
-    kube.create_namespace(namespace, dict(RESTRICTED_LABELS))
-    sc = Scenario(kube, helm, postgres, namespace, tmp_path_factory.mktemp("galaxy-k8s"), progress).open()
-    shared: Shared | None = None
-    pv = None
-    watch = JobWatch(kube, namespace).start()
-    try:
-        with progress.phase(f"ReadWriteMany claim {CLAIM} (hostPath PV on {NODE_DIR})"):
-            pv = shared_claim(kube, namespace)
-        with progress.phase("helm install --wait of values-examples/galaxy-k8s.yaml"):
-            res = gx.install(sc, timeout_s=900, example=gx.EXAMPLE_K8S)
-        shared = Shared(sc, res, watch)
+    (helm install --wait of galaxy-k8s.yaml) + a JobWatch, for every test of the module."""
+    with gk.open_install(kube, helm, postgres, tmp_path_factory.mktemp("galaxy-k8s")) as shared:
         yield shared
-    finally:
-        watch.stop()
-        failed = shared is None or shared.install.rc != 0
-        with progress.phase("cleanup"):
-            # the MutatingAdmissionPolicy and its binding are cluster-scoped: uninstall removes them
-            sc.helm.run(["uninstall", sc.release, "-n", namespace, "--wait", "--timeout", "120s"], timeout=180)
-            sc.close(failed, delete_namespace=True)
-            if pv:
-                kube._ignore_404(kube.core.delete_persistent_volume, pv)
-            _node_sh(f"rm -rf {NODE_DIR}/{namespace}")
 
 
 @pytest.fixture
 def shared(request, galaxy_k8s: Shared, scenario_summary: dict) -> Iterator[Scenario]:
-    sc = galaxy_k8s.sc
-    galaxy_k8s.install.check("helm install of values-examples/galaxy-k8s.yaml")
-    sc.progress = Progress(request.node.name.removeprefix("test_")[:24])
-    started = time.monotonic()
-    try:
+    with per_test(request, galaxy_k8s, scenario_summary) as sc:
         yield sc
-    finally:
-        rep = getattr(request.node, "rep_call", None)
-        if rep is None or rep.failed:
-            dump_namespace(sc.kube, sc.namespace, sc.helm.status(sc.release, sc.namespace))
-        record(scenario_summary, request.node.name, sc.progress, time.monotonic() - started, rep)
 
 
 def _rows(sc: Scenario, ids: set[int]) -> list[dict]:
@@ -230,6 +107,8 @@ def _check_jobs(sc: Scenario, watch: JobWatch, ids: set[int], durations: list[in
     for r in rows:
         counts[r["state"]] = counts.get(r["state"], 0) + 1
     p.fact("final_state_counts", counts)
+    # the number set beside 16c's (local runner) in docs/benchmarks.md
+    p.fact("jobs_killed_or_error", len(ids) - counts.get("ok", 0))
     assert counts == {"ok": len(ids)}, rows
     outputs = _outputs(sc, ids)
     assert sorted(outputs) == sorted(ids) and all(s == "ok" and size > 0 for s, size in outputs.values()), outputs
@@ -256,6 +135,7 @@ def _check_jobs(sc: Scenario, watch: JobWatch, ids: set[int], durations: list[in
     p.fact("k8s_done_to_ok_s", {r["id"]: round(r["ok"] - done[r["external_id"]], 1) for r in rows
                                 if r["ok"] and done[r["external_id"]]})
     p.fact("job_pod_labels", watch.labels)
+    gxcost.record(p, sc, ids, prefix="cost_all_jobs")
     return rows
 
 
@@ -266,7 +146,7 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
     old handler exits on SIGTERM without touching its Jobs; its successor (same server name)
     adopts them (KubernetesJobRunner.recover) and collects them. 16c is the same rollout with
     the local runner (the long jobs end `error`)."""
-    sc, p, watch = shared, shared.progress, galaxy_k8s.watch
+    sc, p, watch = shared, shared.progress, gk.job_watch(galaxy_k8s)
     durations = [70, 70, 240, 240]
     with p.phase("every handler Ready"):
         sc.wait_handlers_ready(600)
@@ -311,7 +191,7 @@ def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) ->
     its Jobs has completed, then scale back. The pod of the same name adopts its jobs: each
     ends `ok` with its output, including the ones that finished while no handler watched them
     (no TTL deleted their Jobs)."""
-    sc, p, watch = shared, shared.progress, galaxy_k8s.watch
+    sc, p, watch = shared, shared.progress, gk.job_watch(galaxy_k8s)
     durations = [65, 65, 65, 65, 180, 180]
     sts = sc.deployments()["job"]["metadata"]["name"]
     replicas = int(sc.deployments()["job"]["spec"]["replicas"])
@@ -359,3 +239,127 @@ def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) ->
         p.fact("ended_while_handler_away", away)
         assert away, f"no job of {target} ended between the kill ({t0}) and its successor's start ({started})"
         assert all(r["handler"] == target for r in final if r["id"] in theirs)
+
+
+def _job_pods_on(watch: JobWatch, node: str) -> list[str]:
+    watch.poll()
+    return sorted(pod for pod, where in watch.nodes.items() if where == node)
+
+
+@SHARED
+@pytest.mark.nodes
+def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared) -> None:
+    """`kubectl drain` (eviction API, the roles' PDBs) of the worker that runs a job handler,
+    while that handler's jobs run as Kubernetes Jobs on the other worker (the node is cordoned
+    before they are submitted: a drain would evict a job pod too, and Galaxy's Jobs have
+    backoffLimit 0). The StatefulSet brings the same handler name back on the other worker,
+    where it adopts its Jobs (KubernetesJobRunner.recover, "k8s trying to recover job") and
+    collects them: every job `ok` with its output, one Kubernetes Job and one pod each, 0
+    container restarts, one process per handler name at every moment. A node scenario: it
+    cordons and drains, so it runs alone (its own install: the node pass is a pytest run of
+    its own)."""
+    sc, p, watch = shared, shared.progress, gk.job_watch(galaxy_k8s)
+    workers = nodes.workers(sc.kube)
+    assert len(workers) >= 2, f"the drain needs 2 workers (make kind-up KIND_WORKERS=2), have {workers}"
+    with p.phase("every handler Ready"):
+        sc.wait_handlers_ready(600)
+    placed = {pod["metadata"]["name"]: pod["spec"]["nodeName"] for pod in sc.handler_pods("job")}
+    target = sorted(placed)[0]
+    node = placed[target]
+    p.fact("handler_nodes", placed)
+    p.fact("target", target)
+    p.fact("drained_node", node)
+    old_uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
+    before_lines = _contents(sc)
+    durations = [90, 180, 180]
+    ids: set[int] = set()
+    try:
+        with p.phase(f"cordon {node}; submit sleep jobs {durations} until {target} holds some, all running"):
+            nodes.kubectl(sc.kube, "cordon", node, timeout=60).check_returncode()
+            for n in range(3):  # a handler grabs new jobs at random (db-skip-locked): 1/8 for none of 3
+                ids |= _submit(sc, durations, f"jh22c{n}")
+                wait_until(lambda: all(r["state"] == "running" for r in _rows(sc, ids)), 300, "every job running",
+                           interval=2, describe=lambda: str(_rows(sc, ids)))
+                if any(r["handler"] == target for r in _rows(sc, ids)):
+                    break
+            rows = _rows(sc, ids)
+            theirs = {r["id"]: r["external_id"] for r in rows if r["handler"] == target}
+            p.fact("handlers_of_running_jobs", sorted(r["handler"] for r in rows))
+            p.fact("target_jobs", sorted(theirs))
+            assert theirs, f"{target} grabbed none of {len(ids)} jobs in 3 rounds: {rows}"
+            assert not _job_pods_on(watch, node), f"a job pod on the cordoned {node}: {watch.nodes}"
+        all_durations = durations * (len(ids) // len(durations))
+        with p.phase(f"kubectl drain {node} (the release's pods: eviction API, PDBs)"):
+            res = nodes.drain(sc.kube, node, f"app.kubernetes.io/instance={sc.release}", 600)
+            p.fact("drain_seconds", round(res.seconds, 1))
+            p.fact("pdb_refusals", res.pdb_refusals)
+            assert res.rc == 0, f"kubectl drain exited {res.rc}: {res.output[-2000:]}"
+            assert not _job_pods_on(watch, node), f"a job pod on the drained {node}: {watch.nodes}"
+        with p.phase(f"{target} back on another worker, Ready"):
+            def back() -> dict | None:
+                pod = sc.kube.pod(sc.namespace, target)
+                return pod if pod and pod["metadata"]["uid"] != old_uid and pod_ready(pod) else None
+            pod = wait_until(back, 600, f"a new {target} Ready", interval=2, describe=sc.describe_pods)
+            p.fact("target_new_node", pod["spec"]["nodeName"])
+            assert pod["spec"]["nodeName"] != node, pod["spec"]["nodeName"]
+            evicted = deletion_started(sc.timeline, old_uid)
+            term = terminated_state(sc.timeline.last_pods()[old_uid], "job")
+            started = parse_time(next(s for s in pod["status"]["containerStatuses"] if s["name"] == "job")
+                                 ["state"]["running"]["startedAt"])
+            ready = max(parse_time(c["lastTransitionTime"]) for c in pod["status"]["conditions"] if c["type"] == "Ready")
+            assert evicted is not None and term is not None, "the old handler's eviction or exit was not seen"
+            p.fact("old_exit_code", term["exitCode"])
+            p.fact("old_sigterm_to_exit_s", round(parse_time(term["finishedAt"]) - evicted, 1))
+            p.fact("no_process_s", round(started - parse_time(term["finishedAt"]), 1))
+            p.fact("handler_gone_s", round(ready - evicted, 1))
+            assert term["exitCode"] == 0, term
+        with p.phase("every job ok with its output; the target adopted its Jobs; one Kubernetes Job and one pod each"):
+            sc.wait_handlers_ready(600)
+            wait_until(lambda: not [r for r in _rows(sc, ids) if r["state"] in gx.UNFINISHED], 600,
+                       "every job final", interval=3, describe=lambda: str(_rows(sc, ids)))
+            final = _check_jobs(sc, watch, ids, all_durations, before_lines, p)
+            assert all(r["handler"] == target for r in final if r["id"] in theirs), final
+            log = sc.kube.logs(sc.namespace, target, "job")
+            recovered = {i: f"k8s trying to recover job: {name}" in log for i, name in theirs.items()}
+            p.fact("recovered_by_successor", recovered)
+            assert all(recovered.values()), f"{target}'s successor did not recover {recovered}"
+            p.fact("target_jobs_done_while_away", sorted(i for i, name in theirs.items()
+                                                         if (watch.completed.get(name) or 1e18) < ready))
+            p.fact("job_pod_nodes", sorted(set(watch.nodes.values())))
+        with p.phase("one process per handler name; 0 handler restarts"):
+            spans = overlaps(lifetimes(sc.timeline, "job"), key=lambda name: name)
+            p.fact("identity_overlaps_s", spans)
+            assert spans and max(spans) <= 0, f"two processes held one identity at once: {spans}"
+            restarts = {n: r for n, r in sc.handler_restarts().items() if "-job-" in n}
+            assert sum(restarts.values()) == 0, restarts
+    finally:
+        nodes.uncordon(sc.kube, node)
+
+
+@SHARED
+def test_22d_galaxy_k8s_job_cost(shared: Scenario, galaxy_k8s: Shared) -> None:
+    """What a job costs on the Kubernetes runner, on an undisturbed install (16f is the local
+    runner's): 3 jh_sleep jobs of 20 s; per job queued -> running, queued -> the tool's first
+    command, the tool's last command -> `ok` (gxcost), and the CPU and memory of its pod (the
+    kubelet's /stats/summary, every 3 s)."""
+    sc, p = shared, shared.progress
+    with p.phase("every handler Ready"):
+        sc.wait_handlers_ready(600)
+    usage = PodUsage(sc.kube, sc.namespace, gk.GALAXY_JOBS, interval=3).start()
+    try:
+        with p.phase("3 jobs of 20 s, each ok"):
+            ids = _submit(sc, [20, 20, 20], "jh22d")
+            wait_until(lambda: not [r for r in _rows(sc, ids) if r["state"] in gx.UNFINISHED], 300,
+                       "every job final", interval=2, describe=lambda: str(_rows(sc, ids)))
+    finally:
+        usage.stop()
+    with p.phase("per job: times (Galaxy's records) and its pod's CPU and memory (kubelet)"):
+        assert {r["state"] for r in _rows(sc, ids)} == {"ok"}, _rows(sc, ids)
+        cost = gxcost.record(p, sc, ids)
+        assert all(cost[k]["n"] == len(ids) for k in cost), cost
+        pods = usage.facts()
+        p.fact("job_pod_usage", pods)
+        p.fact("job_pod_usage_errors", usage.errors[:5])
+        assert pods, f"no job pod sampled by the kubelet's summary: {usage.errors[:5]}"
+        p.fact("job_pod_cpu_s", gxcost.spread([u["cpu_s"] for u in pods.values()]))
+        p.fact("job_pod_memory_peak_mib", gxcost.spread([u["memory_peak_mib"] for u in pods.values()]))
