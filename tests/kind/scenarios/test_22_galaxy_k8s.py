@@ -22,6 +22,7 @@ import time
 from typing import Iterator
 
 import pytest
+import yaml
 
 from jhkind import galaxy as gx
 from jhkind import galaxy_k8s as gk
@@ -34,7 +35,7 @@ from jhkind.observe import deletion_started, terminated_state
 from jhkind.podstats import PodUsage
 from jhkind.postgres import Postgres
 from jhkind.progress import Progress
-from jhkind.scenario import Scenario
+from jhkind.scenario import Scenario, job_completed_at
 from jhkind.shared import Shared, per_test
 from jhkind.waits import wait_until
 
@@ -271,8 +272,9 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
     p.fact("drained_node", node)
     old_uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
     before_lines = _contents(sc)
-    durations = [90, 180, 180]
+    durations = [60, 90, 120]
     ids: set[int] = set()
+    usage = PodUsage(sc.kube, sc.namespace, gk.GALAXY_JOBS, interval=5).start()
     try:
         with p.phase(f"cordon {node}; submit sleep jobs {durations} until {target} holds some, all running"):
             nodes.kubectl(sc.kube, "cordon", node, timeout=60).check_returncode()
@@ -326,6 +328,9 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             p.fact("target_jobs_done_while_away", sorted(i for i, name in theirs.items()
                                                          if (watch.completed.get(name) or 1e18) < ready))
             p.fact("job_pod_nodes", sorted(set(watch.nodes.values())))
+            usage.stop()
+            p.fact("job_pod_usage", usage.facts())
+            p.fact("job_pod_usage_errors", usage.errors[:5])
         with p.phase("one process per handler name; 0 handler restarts"):
             spans = overlaps(lifetimes(sc.timeline, "job"), key=lambda name: name)
             p.fact("identity_overlaps_s", spans)
@@ -333,6 +338,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             restarts = {n: r for n, r in sc.handler_restarts().items() if "-job-" in n}
             assert sum(restarts.values()) == 0, restarts
     finally:
+        usage.stop()
         nodes.uncordon(sc.kube, node)
 
 
@@ -363,3 +369,77 @@ def test_22d_galaxy_k8s_job_cost(shared: Scenario, galaxy_k8s: Shared) -> None:
         assert pods, f"no job pod sampled by the kubelet's summary: {usage.errors[:5]}"
         p.fact("job_pod_cpu_s", gxcost.spread([u["cpu_s"] for u in pods.values()]))
         p.fact("job_pod_memory_peak_mib", gxcost.spread([u["memory_peak_mib"] for u in pods.values()]))
+
+
+def _old_version_overrides() -> dict:
+    """galaxy-k8s.yaml on Galaxy 25.1.3: the image, the job pods' image (the destination's
+    docker_default_container_id) and the trim sidecar's, all jobhandlers/galaxy:25.1."""
+    data = yaml.safe_load(gx.EXAMPLE_K8S.read_text())
+    new, old = gx.IMAGE, f"{gx.IMAGE.split(':')[0]}:{gx.OLD_TAG}"
+    conf = data["files"]["job_conf.xml"]
+    assert new in conf, f"{new} not in galaxy-k8s.yaml's job_conf.xml"
+    return {"image": {"tag": gx.OLD_TAG}, "files": {"job_conf.xml": conf.replace(new, old)}}
+
+
+@pytest.mark.timeout(2400)
+def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scenario) -> None:
+    """Galaxy 25.1.3 on its Kubernetes runner (galaxy-k8s.yaml with the :25.1 image, job pods
+    too) with 4 jh_sleep jobs running as Kubernetes Jobs, then `helm upgrade --wait` to 26.1.2:
+    the pre-upgrade Job runs Galaxy's migrations while 25.1's handlers and their Jobs run, the
+    job StatefulSet then rolls to 26.1, whose handlers (same server names) adopt the Jobs 25.1
+    created. Measured: each job's end state and output, Kubernetes Jobs per Galaxy job, job pod
+    restarts. Its own install (another Galaxy version)."""
+    sc, p = scenario, scenario.progress
+    watch = JobWatch(sc.kube, sc.namespace).start()
+    pv = None
+    try:
+        with p.phase(f"ReadWriteMany claim {gk.CLAIM}; install Galaxy 25.1.3 with its Kubernetes runner"):
+            pv = gk.shared_claim(sc.kube, sc.namespace)
+            res = gx.install(sc, _old_version_overrides(), timeout_s=900, example=gx.EXAMPLE_K8S)
+            res.check("helm install of galaxy-k8s.yaml on Galaxy 25.1")
+            p.fact("install_25_1_seconds", round(res.seconds, 1))
+            assert gx.api_version(sc)["version_major"] == gx.OLD_TAG
+        durations = [120, 120, 300, 300]
+        with p.phase(f"submit sleep jobs {durations} to 25.1; all running as Kubernetes Jobs"):
+            before_lines = _contents(sc)
+            ids = _submit(sc, durations, "jh22e")
+            wait_until(lambda: all(r["state"] == "running" for r in _rows(sc, ids)), 300, "every job running",
+                       interval=2, describe=lambda: str(_rows(sc, ids)))
+            p.fact("handlers_of_running_jobs", sorted(r["handler"] for r in _rows(sc, ids)))
+        old = {pod["metadata"]["uid"] for pod in sc.handler_pods()}
+        with p.phase("helm upgrade --wait to Galaxy 26.1.2 (pre-upgrade migration Job, then the rollout)"):
+            t0 = time.time()
+            res = gx.upgrade(sc, timeout_s=1500, example=gx.EXAMPLE_K8S)
+            res.check("helm upgrade to Galaxy 26.1")
+            p.fact("helm_upgrade_wait_seconds", round(res.seconds, 1))
+            sc.wait_handlers_ready(300)
+            assert not {pod["metadata"]["uid"] for pod in sc.handler_pods()} & old
+            assert gx.api_version(sc)["version_major"] == "26.1"
+            p.fact("states_after_upgrade", {r["id"]: r["state"] for r in _rows(sc, ids)})
+            [job] = sc.migration_jobs()
+            started, done = parse_time(job["status"]["startTime"]), job_completed_at(job)
+            p.fact("migration_job_seconds", round(done - started, 1) if started and done else None)
+            p.fact("jobs_running_during_migration", sorted(
+                r["id"] for r in _rows(sc, ids)
+                if r["running"] and r["running"] < (started or t0)
+                and (watch.completed.get(r["external_id"]) or 1e18) > (done or 1e18)))
+        with p.phase("every job final: ok with its output, one Kubernetes Job and one pod each"):
+            wait_until(lambda: not [r for r in _rows(sc, ids) if r["state"] in gx.UNFINISHED], 600,
+                       "every job final", interval=3, describe=lambda: str(_rows(sc, ids)))
+            _check_jobs(sc, watch, ids, durations, before_lines, p)
+        with p.phase("26.1's handlers adopted the Jobs 25.1 created"):
+            logs = "".join(sc.kube.logs(sc.namespace, pod["metadata"]["name"], "job") for pod in sc.handler_pods("job"))
+            names = {r["id"]: r["external_id"] for r in _rows(sc, ids)}
+            recovered = {i: f"k8s trying to recover job: {n}" in logs for i, n in names.items()}
+            p.fact("recovered_by_26_1", recovered)
+            assert any(recovered.values()), f"no Job of 25.1 recovered by a 26.1 handler: {recovered}"
+            restarts = sc.handler_restarts()
+            p.fact("restarts_per_pod", restarts)
+            assert sum(restarts.values()) == 0, restarts
+    finally:
+        watch.stop()
+        # the MutatingAdmissionPolicy and its binding are cluster-scoped: uninstall removes them
+        sc.helm.run(["uninstall", sc.release, "-n", sc.namespace, "--wait", "--timeout", "120s"], timeout=180)
+        if pv:
+            sc.kube._ignore_404(sc.kube.core.delete_persistent_volume, pv)
+            gk.node_sh(f"rm -rf {gk.NODE_DIR}/{sc.namespace}")  # the release's pods are gone

@@ -130,9 +130,9 @@ def states(sc: Scenario) -> dict[str, int]:
     return out
 
 
-def upgrade(sc: Scenario, *overrides: dict, timeout_s: int = 1200) -> HelmResult:
-    """helm upgrade --wait to the example with these overrides."""
-    sc.values = values(sc, *overrides)
+def upgrade(sc: Scenario, *overrides: dict, timeout_s: int = 1200, example: Path = EXAMPLE) -> HelmResult:
+    """helm upgrade --wait to the example (galaxy.yaml unless given) with these overrides."""
+    sc.values = values(sc, *overrides, example=example)
     return sc.helm.upgrade(sc.release, sc.namespace, [sc._values_file(sc.values)], timeout_s)
 
 
