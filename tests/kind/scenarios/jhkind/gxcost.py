@@ -40,13 +40,18 @@ def _span(t: dict[str, float | None], a: str, b: str) -> float | None:
 
 
 def costs(times: dict[int, dict[str, float | None]]) -> dict[str, dict[int, float | None]]:
-    """Per job: queued -> running (the runner started it: local process or Kubernetes Job
-    created), queued -> the tool's first command, and the tool's last command -> `ok` (the
-    handler noticed the end and collected outputs and metadata)."""
+    """Per job: queued -> running (the runner started it: a local process, or a Kubernetes
+    Job with a running pod), queued -> the job script's first command, the script's start ->
+    end, its end -> `ok` (the handler noticed the end and collected the outputs), and queued ->
+    `ok` in all. The script embeds the metadata step on the local runner (Galaxy's default
+    embed_metadata_in_job), and the Kubernetes runner runs it in the handler after the Job:
+    compare queued -> `ok` less the tool's own time for the whole overhead."""
     return {
         "queued_to_running_s": {i: _span(t, "queued", "running") for i, t in times.items()},
         "queued_to_tool_start_s": {i: _span(t, "queued", "tool_start") for i, t in times.items()},
+        "tool_start_to_end_s": {i: _span(t, "tool_start", "tool_end") for i, t in times.items()},
         "tool_end_to_ok_s": {i: _span(t, "tool_end", "ok") for i, t in times.items()},
+        "queued_to_ok_s": {i: _span(t, "queued", "ok") for i, t in times.items()},
     }
 
 
