@@ -85,7 +85,9 @@ def _contents(sc: Scenario) -> list[str]:
     """The `slept N` lines of every dataset file in Galaxy's object store (read in the web pod,
     which mounts the shared claim)."""
     web = sc.handler_pods("web")[0]["metadata"]["name"]
-    res = sc.kube.exec(sc.namespace, web, ["sh", "-c", "find /galaxy/data/objects -name '*.dat' -exec cat {} +"],
+    # no objects directory before the first dataset (Galaxy 25.1 makes it then, 26.1 at start)
+    script = "! test -d /galaxy/data/objects || find /galaxy/data/objects -name '*.dat' -exec cat {} +"
+    res = sc.kube.exec(sc.namespace, web, ["sh", "-c", script],
                        container="web", timeout=120)
     assert res.rc == 0, res.stderr
     return sorted(line for line in res.stdout.splitlines() if line.startswith("slept "))

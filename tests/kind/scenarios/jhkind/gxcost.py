@@ -60,7 +60,7 @@ def spread(values: list[float]) -> dict[str, Any]:
     vals = sorted(v for v in values if v is not None)
     if not vals:
         return {"n": 0}
-    return {"n": len(vals), "min": vals[0], "median": round(statistics.median(vals), 1), "max": vals[-1]}
+    return {"n": len(vals), "min": vals[0], "median": round(statistics.median(vals), 2), "max": vals[-1]}
 
 
 def record(p: Any, sc: Scenario, ids: set[int], prefix: str = "cost") -> dict[str, dict[str, Any]]:
