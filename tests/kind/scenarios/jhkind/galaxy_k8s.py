@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -15,6 +14,7 @@ from . import galaxy as gx
 from . import setup
 from .cluster import Kube, parse_time
 from .helm import Helm
+from .poller import Poller
 from .postgres import Postgres
 from .shared import Shared, open_shared
 from .waits import wait_until
@@ -59,13 +59,14 @@ def shared_claim(kube: Kube, namespace: str) -> str:
     return pv
 
 
-class JobWatch:
-    """Every Kubernetes Job Galaxy creates in the namespace, polled every 2 s in a thread (the
-    handler deletes a Job once it has collected it): Galaxy job id (label
+class JobWatch(Poller):
+    """Every Kubernetes Job Galaxy creates in the namespace, polled every 2 s (the handler
+    deletes a Job once it has collected it): Galaxy job id (label
     app.galaxyproject.org/job_id) -> Job names, Job name -> pod names and their highest
     container restart count, each pod's node, and each Job's completion time."""
 
     def __init__(self, kube: Kube, namespace: str):
+        super().__init__(interval=2)
         self.kube, self.namespace = kube, namespace
         self.jobs: dict[str, set[str]] = {}
         self.pods: dict[str, set[str]] = {}
@@ -73,25 +74,6 @@ class JobWatch:
         self.nodes: dict[str, str] = {}
         self.labels: dict[str, str] = {}
         self.completed: dict[str, float] = {}
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> "JobWatch":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.poll()
-            except Exception as exc:  # reported by the test, never silent
-                self.errors.append(repr(exc))
-            self._stop.wait(2)
 
     def poll(self) -> None:
         for job in self.kube.jobs(self.namespace):
@@ -128,7 +110,8 @@ def open_install(kube: Kube, helm: Helm, postgres: Postgres, workdir: Path) -> I
     with open_shared(kube, helm, postgres, workdir, "gxk8s", "22-galaxy-k8s",
                      "helm install of values-examples/galaxy-k8s.yaml") as shared:
         sc = shared.sc
-        watch = shared.extra["watch"] = JobWatch(kube, sc.namespace).start()
+        watch = shared.extra["watch"] = JobWatch(kube, sc.namespace)
+        watch.start()
         shared.before_close.append(watch.stop)
         shared.before_close.append(lambda: sc.helm.run(["uninstall", sc.release, "-n", sc.namespace, "--wait",
                                                         "--timeout", "120s"], timeout=180))

@@ -5,11 +5,11 @@ working set and the last cumulative CPU time the kubelet reported."""
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from .cluster import Kube
+from .poller import Poller
 
 
 def summary(kube: Kube, node: str) -> dict[str, Any]:
@@ -39,34 +39,16 @@ class Usage:
             self.memory_peak_mib = max(self.memory_peak_mib, mem / 2**20)
 
 
-class PodUsage:
+class PodUsage(Poller):
     """Samples the pods of a namespace matching a label selector every `interval` s, on the
-    nodes they run on, until stop(). Errors are kept in `errors` (the test reports them)."""
+    nodes they run on, until stop()."""
 
     def __init__(self, kube: Kube, namespace: str, selector: str, interval: float = 5):
-        self.kube, self.namespace, self.selector, self.interval = kube, namespace, selector, interval
+        super().__init__(interval)
+        self.kube, self.namespace, self.selector = kube, namespace, selector
         self.usage: dict[str, Usage] = {}
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> "PodUsage":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except Exception as exc:
-                self.errors.append(repr(exc)[:300])
-            self._stop.wait(self.interval)
-
-    def sample(self) -> None:
+    def poll(self) -> None:
         pods = self.kube.pods(self.namespace, self.selector)
         names = {p["metadata"]["name"] for p in pods}
         for node in {p["spec"].get("nodeName") for p in pods} - {None}:
