@@ -33,7 +33,7 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "kind-postgres": (60, "check"),      # 4 s
     "test-cpu": (750, "check"),          # 649 s (niced, beside the scenarios)
     "test-kind-main": (1800, "check"),   # 1611 s
-    "test-kind-nodes": (1050, "check"),  # 555-610 s before 22c; 22c alone 398 s (its own Galaxy install 200 s)
+    "test-kind-nodes": (1050, "check"),  # 555-610 s before 22c; 22c alone 269-398 s (its own Galaxy install 123-200 s)
     "test-wait": (300, "check"),         # 205 s
     "kind-down": (90, "check"),          # 35 s
     "total": (2700, "report"),           # 2477 s warm; cold ≈ 69 min; CI limit 90 min
