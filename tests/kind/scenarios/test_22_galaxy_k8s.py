@@ -5,8 +5,9 @@ with the job pods through a ReadWriteMany claim (here a static hostPath PV on th
 kind-up.sh mounts into every node). 22a a rollout of the job StatefulSet with jobs in flight;
 22b a job handler SIGKILLed (pod force-deleted, grace 0) with jobs in flight, one of them ending
 while it is away; 22c a drain of the node that runs a job handler (a node scenario); 22d what a
-job costs on this runner (16f: on the local runner). The local runner's loss on the same
-rollout is 16c's.
+job costs on this runner (16f: on the local runner); 22e an upgrade from Galaxy 25.1.3 with
+Kubernetes Jobs in flight (an install of its own). The local runner's loss on the same rollout
+is 16c's.
 
 22a, 22b and 22d share one install (jhkind.galaxy_k8s.open_install: one Galaxy costs minutes of
 a 2-core machine; each checks what it needs first, so any of them also runs alone) and one
