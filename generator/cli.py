@@ -77,7 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="test only these kube versions (default: the whole matrix, or from the file's "
                         "`# kube-versions: >=X.Y` comment on)")
     t.add_argument("values", nargs="*", type=Path,
-                   help="values files to generate tests for (one test_example_<name>.py each)")
+                   help="values files to generate tests for (one test_example_<name>.py each); with --live: "
+                        "VALUES [JOBS] (JOBS default: <values stem>.jobs.yaml beside it)")
+    t.add_argument("--live", action="store_true",
+                   help="write a pytest suite that installs VALUES on a live cluster and checks install, rollout "
+                        "and eviction with jobs in flight, a waiting pod's stop and uninstall (needs --out)")
+    t.add_argument("--max-job-seconds", type=int, default=None, metavar="N",
+                   help="--live: cap the test jobs' length at N seconds (quick runs)")
     return p
 
 
@@ -185,6 +191,8 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
     """jobhandlers gen-tests."""
     from . import gentests, helm
 
+    if args.live:
+        return _gen_live(args)
     examples = _examples(args.examples)
     if args.values:
         missing = [str(v) for v in args.values if not v.is_file()]
@@ -213,6 +221,29 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
     for w in res.written:
         print(_safe(f"wrote {w}"))
     print(f"gen-tests: {len(res.written)} file(s) changed")
+    return EXIT_OK
+
+
+def _gen_live(args: argparse.Namespace) -> int:
+    """jobhandlers gen-tests --live VALUES [JOBS] --out DIR."""
+    from .findings import render_findings
+    from .live.generate import generate
+
+    if not 1 <= len(args.values) <= 2 or args.out is None or args.check or args.examples or args.kube_version:
+        print("jobhandlers gen-tests --live: give VALUES [JOBS] and --out DIR (no --check, --examples, "
+              "--kube-version)", file=sys.stderr)
+        return EXIT_INPUT
+    if args.max_job_seconds is not None and args.max_job_seconds < 1:
+        print("jobhandlers gen-tests --live: --max-job-seconds must be >= 1", file=sys.stderr)
+        return EXIT_INPUT
+    res = generate(args.values[0], args.values[1] if len(args.values) == 2 else None, args.out, args.max_job_seconds)
+    if res.findings:
+        sys.stderr.write(render_findings(res.findings, 1 + (len(args.values) == 2), "text"))
+    if res.exit_code:
+        return EXIT_INPUT
+    for w in res.written:
+        print(_safe(f"wrote {w}"))
+    print(f"gen-tests --live: {len(res.written)} file(s) changed; run: pytest {args.out}")
     return EXIT_OK
 
 
