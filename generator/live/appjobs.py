@@ -23,6 +23,20 @@ class JobState:
     runs: int | None
 
 
+def parse_json(out: str) -> Any:
+    """The command's JSON output: all of stdout, else its last line that is JSON (apps log
+    to stdout too)."""
+    try:
+        return json.loads(out)
+    except ValueError:
+        for line in reversed(out.strip().splitlines()):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise AssertionError(f"the command printed no JSON: {out[-300:]!r}")
+
+
 def _dig(data: Any, path: str) -> Any:
     for part in path.split("."):
         if isinstance(data, list) and part.lstrip("-").isdigit():
@@ -71,12 +85,12 @@ class AppJobs:
             if not m:
                 raise AssertionError(f"submit printed no id matching {cmd['id_pattern']!r}: {out[-300:]!r}")
             return m.group(1)
-        return str(_dig(json.loads(out), cmd["id_path"]))
+        return str(_dig(parse_json(out), cmd["id_path"]))
 
     def read(self, role: str, job_id: str) -> JobState:
         """The job's state now."""
         cmd = self.roles[role]["state"]
-        data = json.loads(self._run(cmd, {"id": job_id}))
+        data = parse_json(self._run(cmd, {"id": job_id}))
         raw = str(_dig(data, cmd["state_path"]))
         ours = next((s for s, words in cmd["states"].items() if raw in words), raw.lower())
         runs = int(_dig(data, cmd["runs_path"])) if cmd["runs_path"] else None
