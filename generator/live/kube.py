@@ -199,15 +199,22 @@ class PodRecorder:
         self._thread.join(timeout=15)
 
     def _run(self) -> None:
+        version: str | None = None  # resumed from the last event: no deletion falls between two watches
         while not self._stop.is_set():
             w = watch.Watch()
             try:
+                kwargs = {"resource_version": version} if version else {}
                 for ev in w.stream(self.kube.core.list_namespaced_pod, self.namespace,
-                                   label_selector=f"{INSTANCE}={self.release}", timeout_seconds=5):
+                                   label_selector=f"{INSTANCE}={self.release}", timeout_seconds=5, **kwargs):
+                    if ev["type"] == "ERROR":
+                        version = None  # 410 Gone: list again
+                        break
                     self._see(ev["type"], ev["object"])
+                    version = ev["object"].metadata.resource_version
                     if self._stop.is_set():
                         break
-            except Exception:  # noqa: BLE001 - a broken watch is restarted
+            except Exception:  # noqa: BLE001 - a broken watch is restarted (listing again)
+                version = None
                 time.sleep(1)
             finally:
                 w.stop()
