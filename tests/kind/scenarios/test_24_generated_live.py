@@ -37,7 +37,8 @@ ALL_TESTS = {"install", "rollout", "eviction", "waiting", "uninstall"}
 
 def _suite(tmp_path: Path, postgres: pg_mod.Postgres, overrides: dict, jobs: Path, cap: int | None,
            example: Path = MINIMAL) -> Path:
-    """A database, the values (the example over it), and the generated suite in tmp_path/live."""
+    """A database, the values (the example with the database and `overrides`), and the
+    generated suite in tmp_path/live."""
     name = f"live_{secrets.token_hex(3)}"
     password = secrets.token_hex(12)
     postgres.create_database(name, password)
@@ -115,3 +116,34 @@ def test_24b_generated_live_negative_control(kind_kubeconfig: str, postgres: pg_
     m = re.search(r"job (\d+) \(role job, 40 s\) ended \w+ .*?was too short for it", text)
     assert m, text[-5000:]
     p.fact("negative_control_message", m.group(0)[:600])
+
+
+def test_24d_generated_live_celery(kube, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+    """Celery on RabbitMQ (values-examples/django-celery.yaml, its job description, jobs of
+    30 s; the broker in a namespace of its own, as scenario 18's in theirs): the generated
+    suite passes."""
+    from jhkind import celery as ce
+    from jhkind.cluster import RESTRICTED_LABELS, pod_ready
+    from jhkind.waits import wait_until
+
+    p = Progress("24d")
+    broker_ns = f"jh-live-broker-{secrets.token_hex(2)}"
+    kube.create_namespace(broker_ns, dict(RESTRICTED_LABELS))
+    try:
+        kube.apply_objects(broker_ns, ce.broker_objects())
+        wait_until(lambda: (pod := kube.pod(broker_ns, ce.BROKER)) and pod_ready(pod), 180, "RabbitMQ Ready")
+        example = yaml.safe_load((EXAMPLES / "django-celery.yaml").read_text())
+        url = f"amqp://guest:guest@{ce.BROKER}.{broker_ns}.svc.cluster.local:5672//"
+        env = [e if e["name"] != "CELERY_BROKER_URL" else {**e, "value": url} for e in example["env"]]
+        slow = {"timeoutSeconds": 30, "failureThreshold": 3}  # as scenario 18's values (jhkind.celery.values)
+        overrides = {"env": env, "startupProbe": {"periodSeconds": 2, "failureThreshold": 150, "timeoutSeconds": 30},
+                     "handlers": {"job": {"resources": {"requests": {"cpu": "20m", "memory": "160Mi"}},
+                                          "readinessProbe": {**slow, "periodSeconds": 31}, "livenessProbe": slow}}}
+        out = _suite(tmp_path, postgres, overrides, EXAMPLES / "jobs" / "django-celery.yaml", cap=30,
+                     example=EXAMPLES / "django-celery.yaml")
+        with p.phase("the generated live suite"):
+            rc, text, doc = _run(out, kind_kubeconfig, p)
+    finally:
+        kube.delete_namespace(broker_ns)
+    assert rc == 0, text[-5000:]
+    _passed(doc)
