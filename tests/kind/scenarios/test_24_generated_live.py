@@ -32,6 +32,7 @@ JH = ROOT / ".venv" / "bin" / "jobhandlers"
 EXAMPLES = ROOT / "values-examples"
 MINIMAL = EXAMPLES / "minimal.yaml"
 JOBS = EXAMPLES / "jobs" / "minimal.yaml"
+NEGATIVE_JOB_S = 120
 ALL_TESTS = {"install", "rollout", "eviction", "waiting", "uninstall"}
 
 
@@ -100,20 +101,22 @@ def test_24c_generated_live_procrastinate(kind_kubeconfig: str, postgres: pg_mod
 
 
 def test_24b_generated_live_negative_control(kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
-    """maxJobRuntimeSeconds 5 with jobs of 40 s: the rollout test fails, names the job and
-    says the grace was too short."""
+    """maxJobRuntimeSeconds 5 with jobs of 120 s: the rollout test fails, names the job and
+    says the grace was too short. (The jobs are long enough that most of their length is
+    left when the old pods begin to stop: `helm upgrade` runs the migration hook and waits
+    for the surge pods first, 30-40 s here.)"""
     p = Progress("24b")
     desc = yaml.safe_load(JOBS.read_text())
-    desc["roles"]["job"]["jobSeconds"] = 40
+    desc["roles"]["job"]["jobSeconds"] = NEGATIVE_JOB_S
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(yaml.safe_dump(desc))
     out = _suite(tmp_path, postgres, {"handlers": {"job": {"maxJobRuntimeSeconds": 5}}}, jobs, cap=None)
     with p.phase("the generated live suite: install and rollout"):
-        rc, text, doc = _run(out, kind_kubeconfig, p, "-k", "install or rollout")
+        rc, text, doc = _run(out, kind_kubeconfig, p, "-k", "test_install or test_rollout")
     assert rc == 1, text[-5000:]
     assert doc["tests"]["install"]["passed"] is True, doc
     assert doc["tests"]["rollout"]["passed"] is False, doc
-    m = re.search(r"job (\d+) \(role job, 40 s\) ended \w+ .*?was too short for it", text)
+    m = re.search(rf"job (\d+) \(role job, {NEGATIVE_JOB_S} s\) ended \w+ .*?was too short for it", text)
     assert m, text[-5000:]
     p.fact("negative_control_message", m.group(0)[:600])
 
