@@ -136,7 +136,7 @@ def _left_at_stop(live: Live, jobs: dict[str, str], traces: list[PodTrace], n: d
     for role in set(jobs.values()):
         stops = [t.sigterm_at for t in traces if t.role == role and t.sigterm_at is not None]
         if stops and live.running_since:
-            n[f"{role}_job_left_at_stop_seconds"] = round(live.job_seconds(role) - (min(stops) - live.running_since), 1)
+            n[f"{role}_left_at_stop_seconds"] = round(live.job_seconds(role) - (min(stops) - live.running_since), 1)
 
 
 def _job_problems(live: Live, jobs: dict[str, str], states: dict[str, JobState], traces: list[PodTrace]) -> list[str]:
@@ -187,7 +187,7 @@ def _new_pod_problems(live: Live, old: set[str], n: dict[str, Any]) -> list[str]
 def _settle(live: Live, rec: PodRecorder, stopped: set[str], jobs: dict[str, str], n: dict[str, Any]) -> tuple[
         list[PodTrace], dict[str, JobState]]:
     grace = max(r["grace"] for r in live.expect["roles"].values())
-    wait_for("the stopped pods to be gone", lambda: all(live.kube.gone(live.namespace, t.name) for t in rec.of(stopped))
+    wait_for("the stopped pods to be gone", lambda: all(live.kube.gone(live.namespace, t.name, t.uid) for t in rec.of(stopped))
              and len(rec.of(stopped)) == len(stopped), grace + 120, interval=2)
     time.sleep(2)  # the watch's last events
     longest = max(live.job_seconds(r) for r in set(jobs.values()))

@@ -125,15 +125,16 @@ class Kube:
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod, namespace=namespace))
         self.core.create_namespaced_pod_eviction(pod, namespace, body)
 
-    def gone(self, namespace: str, pod: str) -> bool:
-        """The pod object no longer exists."""
+    def gone(self, namespace: str, pod: str, uid: str | None = None) -> bool:
+        """The pod object no longer exists (with uid: no pod of that name has it; a
+        StatefulSet's replacement keeps the name)."""
         try:
-            self.core.read_namespaced_pod(pod, namespace)
+            found = self.core.read_namespaced_pod(pod, namespace)
         except ApiException as exc:
             if exc.status == 404:
                 return True
             raise
-        return False
+        return uid is not None and found.metadata.uid != uid
 
     def leftovers(self, namespace: str) -> list[str]:
         """Every object a release could leave behind in the namespace, as kind/name."""
@@ -163,6 +164,7 @@ class PodTrace:
 
     name: str
     role: str
+    uid: str = ""
     created: float | None = None
     sigterm_at: float | None = None
     grace: int | None = None
@@ -222,7 +224,7 @@ class PodRecorder:
     def _see(self, kind: str, pod: Any) -> None:
         md = pod.metadata
         with self._lock:
-            t = self.traces.setdefault(md.uid, PodTrace(md.name, (md.labels or {}).get(COMPONENT, "")))
+            t = self.traces.setdefault(md.uid, PodTrace(md.name, (md.labels or {}).get(COMPONENT, ""), md.uid))
             t.created = ts(md.creation_timestamp)
             if md.deletion_timestamp is not None and md.deletion_grace_period_seconds is not None:
                 t.grace = int(md.deletion_grace_period_seconds)
