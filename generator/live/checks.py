@@ -336,10 +336,15 @@ def uninstall(live: Live) -> None:
     def left() -> list[str]:
         out = []
         for item in live.kube.leftovers(live.namespace):
-            if item in kept and not (item.startswith("Pod/") and not _finished_pod(live, item)):
-                continue
-            if item.startswith("Pod/") and hook_pod(item.split("/", 1)[1]):
-                continue
+            try:
+                if item in kept and not (item.startswith("Pod/") and not _finished_pod(live, item)):
+                    continue
+                if item.startswith("Pod/") and hook_pod(item.split("/", 1)[1]):
+                    continue
+            except ApiException as exc:
+                if exc.status == 404:  # gone while we looked
+                    continue
+                raise
             out.append(item)
         return out
     t0 = time.monotonic()
