@@ -118,9 +118,17 @@ def annotate(findings: list[Finding], from_version: str | None = None) -> list[F
     for f in findings:
         entry = refusal(f, from_version)
         if entry is not None:
-            f = f._replace(fix=f"{f.fix} (refused since chart {entry['since']}; CHANGELOG: {entry['changelog']})")
+            f = f._replace(fix=f"{f.fix} ({note(entry)})")
         out.append(f)
     return out
+
+
+def note(entry: dict[str, Any]) -> str:
+    """What a refusal adds to a fix: since when, whether a cluster ever took it, the CHANGELOG line.
+    (templates/_deprecations.tpl writes the same words.)"""
+    took = ("an installed release may hold it" if entry.get("cluster") == "accepted"
+            else "earlier releases rendered it and the API server refused it")
+    return f"refused since chart {entry['since']}, {took}; CHANGELOG: {entry['changelog']}"
 
 
 def summary(findings: list[Finding], from_version: str) -> str:

@@ -59,7 +59,8 @@ that refuses what an earlier release accepted). Call with (list $ line). */}}
 {{- range $r := $root.jobhandlersLifecycle.refusals | default list }}
 {{- range $id := $r.rules }}
 {{- if contains (printf "(jobhandlers check: %s)" $id) $line }}
-{{- $line = printf "%s (Refused since chart %s; CHANGELOG: %s)" $line (toString $r.since) $r.changelog }}
+{{- $took := ternary "an installed release may hold it" "earlier releases rendered it and the API server refused it" (eq (toString $r.cluster) "accepted") }}
+{{- $line = printf "%s (refused since chart %s, %s; CHANGELOG: %s)" $line (toString $r.since) $took $r.changelog }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -33,3 +33,28 @@ def test_a_missing_commit_fails_with_the_fix() -> None:
     """No silent skip: a commit the clone lacks is an error that says what to do."""
     with pytest.raises(releases.ReleaseError, match="fetch --unshallow"):
         releases.resolve(Release("0.0.0", "0" * 40))
+
+
+@pytest.mark.parametrize("release", releases.releases(), ids=lambda r: r.version)
+def test_every_key_of_the_release_is_known_or_declared(release: Release, tmp_path: Path) -> None:
+    """A key of the release's values.yaml or schema that this chart lacks is in chart/lifecycle.yaml
+    `deprecations` (renamed or removed: the chart and check say what to write instead)."""
+    import json
+
+    from generator import lifecycle, upgrades
+    from key_paths import schema_paths, values_paths
+
+    old = releases.extract(release, tmp_path) / "chart"
+    new = lifecycle.charts.CHECKOUT_DIR
+    declared = [str(d["path"]) for d in lifecycle.DATA.get("deprecations") or []]
+
+    def gone(before: set[str], after: set[str]) -> list[str]:
+        return sorted(p for p in before - after
+                      if not any(upgrades.glob_match(d, p) for d in declared))
+
+    old_values = set(values_paths(yaml.safe_load((old / "values.yaml").read_text())))
+    new_values = set(values_paths(yaml.safe_load((new / "values.yaml").read_text())))
+    assert len(old_values) > 100 and not gone(old_values, new_values), gone(old_values, new_values)
+    old_schema = schema_paths(json.loads((old / "values.schema.json").read_text()))
+    new_schema = schema_paths(json.loads((new / "values.schema.json").read_text()))
+    assert len(old_schema) > 100 and not gone(old_schema, new_schema), gone(old_schema, new_schema)

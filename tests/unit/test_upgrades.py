@@ -70,7 +70,7 @@ def test_check_reports_each_old_key_at_its_line(chart: Path, values: Path) -> No
 def test_from_version_lists_what_to_change(chart: Path, values: Path) -> None:
     proc = run_jh("check", "--chart", str(chart), "--from-version", "0.2.0", str(values))
     assert proc.returncode == 1
-    assert proc.stdout.count(" error JH060 ") == 3 and "refused since chart 0.3.0; CHANGELOG:" in proc.stdout
+    assert proc.stdout.count(" error JH060 ") == 3 and "refused since chart 0.3.0, earlier releases rendered it and the API server refused it; CHANGELOG:" in proc.stdout
     assert "upgrading from chart 0.2.0: 4 value(s) to change first, 4 of them" in proc.stdout, proc.stdout
 
 
