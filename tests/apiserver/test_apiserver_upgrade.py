@@ -67,24 +67,25 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Release], Path]
 
 @pytest.fixture(scope="session")
 def upgraded(api: ApiServer, trees: Callable[[Release], Path],
-             tmp_path_factory: pytest.TempPathFactory) -> Callable[[Release, str], Upgrade]:
-    """Run (once per session) one example's install and its two upgrades."""
-    cache: dict[tuple[str, str], Upgrade] = {}
+             tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Upgrade]:
+    """Run (once per session) one example's install and upgrades: with helm 4 both upgrades,
+    with helm 3 (`major=3`: a release installed and upgraded by helm 3) the same-values one."""
+    cache: dict[tuple[str, str, int], Upgrade] = {}
 
-    def run(release: Release, name: str) -> Upgrade:
-        if (release.version, name) in cache:
-            return cache[(release.version, name)]
+    def run(release: Release, name: str, major: int = 4) -> Upgrade:
+        if (release.version, name, major) in cache:
+            return cache[(release.version, name, major)]
         old = trees(release)
-        rel = HelmRelease(api, f"up-{next(_ns)}", tmp_path_factory.mktemp("helm"))
+        rel = HelmRelease(api, f"up-{next(_ns)}", tmp_path_factory.mktemp("helm"), major=major)
         rel.install(old / "chart", old / "values-examples" / name)
         installed, hooks_before = rel.objects(), set(rel.hooks())
         rel.upgrade(CHART, old / "values-examples" / name)
         result = Upgrade(installed, rel.objects(), hooks_before, set(rel.hooks()), _fullname(installed))
         head = EXAMPLES_DIR / name
-        if head.is_file() and MINOR in helm.example_versions(head):
+        if major == 4 and head.is_file() and MINOR in helm.example_versions(head):
             rel.upgrade(CHART, head)
             result.head_values = rel.objects()
-        cache[(release.version, name)] = result
+        cache[(release.version, name, major)] = result
         return result
     return run
 
@@ -121,13 +122,15 @@ def _undeclared_paths(paths: list[str], rolls: list[dict[str, Any]]) -> list[str
     return [p for p in paths if not any(upgrades.glob_match(g, p) for r in rolls for g in r["paths"])]
 
 
+@pytest.mark.parametrize("major", [4, 3], ids=["helm4", "helm3"])
 @pytest.mark.parametrize(("release", "name"), CASES, ids=[f"{r.version}-{n.removesuffix('.yaml')}" for r, n in CASES])
-def test_upgrade_with_the_same_values(upgraded: Callable[[Release, str], Upgrade], release: Release,
-                                      name: str) -> None:
+def test_upgrade_with_the_same_values(upgraded: Callable[..., Upgrade], release: Release, name: str,
+                                      major: int) -> None:
     """Only the chart changes: helm upgrades in place (no immutable field refused), deletes and
-    creates only what `recreated` declares, and changes pod templates only where `rolls` says why."""
+    creates only what `recreated` declares, and changes pod templates only where `rolls` says why;
+    with helm 4 and with helm 3 (its three-way merge patches, not server-side apply)."""
     entry = declared(release)
-    up = upgraded(release, name)
+    up = upgraded(release, name, major)
     gone = {_short(up.fullname, k) for k in up.installed.keys() - up.same_values.keys()}
     new = {_short(up.fullname, k) for k in up.same_values.keys() - up.installed.keys()}
 
@@ -148,7 +151,7 @@ def test_upgrade_with_the_same_values(upgraded: Callable[[Release, str], Upgrade
 
 
 @pytest.mark.parametrize(("release", "name"), CASES, ids=[f"{r.version}-{n.removesuffix('.yaml')}" for r, n in CASES])
-def test_upgrade_to_the_examples_new_version(upgraded: Callable[[Release, str], Upgrade], release: Release,
+def test_upgrade_to_the_examples_new_version(upgraded: Callable[..., Upgrade], release: Release,
                                              name: str) -> None:
     """Then the example's own new version: every deletion and creation is in `examples.<name>`."""
     entry = declared(release)
@@ -162,7 +165,7 @@ def test_upgrade_to_the_examples_new_version(upgraded: Callable[[Release, str], 
     assert not _same_objects(up.same_values, up.head_values)
 
 
-def test_every_declaration_is_still_needed(upgraded: Callable[[Release, str], Upgrade]) -> None:
+def test_every_declaration_is_still_needed(upgraded: Callable[..., Upgrade]) -> None:
     """Each declared re-creation, roll reason and example change happens in some example."""
     for release in releases.releases():
         entry = declared(release)
