@@ -11,11 +11,13 @@ needs any more. Adding the next release: one line in releases.yaml and its `upgr
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+import yaml
 
 from generator import charts, helm, lifecycle, upgrades
 from api_oracle import dry_run
@@ -24,6 +26,7 @@ from kubeapi import ApiServer, MINOR
 import releases
 from releases import Release
 from template_diff import changed
+from unit_support import run_jh
 
 CHART = charts.CHECKOUT_DIR
 EXAMPLES_DIR = helm.EXAMPLES_DIR
@@ -42,7 +45,6 @@ class Upgrade:
     hooks_after: set[Key]
     fullname: str
     head_values: dict[Key, dict[str, Any]] | None = None  # None: the example is gone or not for MINOR
-    rolled: dict[Key, list[str]] = field(default_factory=dict)  # workload -> changed template paths
 
 
 def declared(release: Release) -> dict[str, Any]:
@@ -140,8 +142,7 @@ def test_upgrade_with_the_same_values(upgraded: Callable[..., Upgrade], release:
     assert all(map(allowed, gone | new)), f"{name}: deleted {sorted(gone)}, created {sorted(new)}, undeclared"
     assert len(gone) == len(new), f"{name}: deleted {sorted(gone)} but created {sorted(new)}"
     assert not _same_objects(up.installed, up.same_values)
-    up.rolled = _rolls(up.installed, up.same_values)
-    for key, paths in up.rolled.items():
+    for key, paths in _rolls(up.installed, up.same_values).items():
         assert not _undeclared_paths(paths, entry["rolls"]), (
             f"{name}: {key[0]}/{key[1]} rolls for {_undeclared_paths(paths, entry['rolls'])}, "
             f"which chart/lifecycle.yaml upgrades.{release.version}.rolls does not explain")
@@ -207,10 +208,6 @@ def test_refusal_of_what_the_previous_release_accepted(api: ApiServer, trees: Ca
     """The example of each `refusals` entry: the previous release renders it and the API server
     says what `cluster` says; this chart's render and check refuse it, check with the CHANGELOG
     line, which the CHANGELOG's section says in these words."""
-    import yaml
-
-    from unit_support import run_jh
-
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(entry["example"]), encoding="utf-8")
     previous = trees(_previous(str(entry["since"]))) / "chart"
@@ -219,7 +216,6 @@ def test_refusal_of_what_the_previous_release_accepted(api: ApiServer, trees: Ca
     with pytest.raises(helm.HelmRenderError):
         helm.render_text([values], kube_version=MINOR, chart=CHART)
     proc = run_jh("check", "--kube-version", MINOR, "--format", "json", str(values))
-    import json
     found = json.loads(proc.stdout)["findings"]
     noted = [f for f in found if f["rule"] in entry["rules"] and entry["changelog"] in f["fix"]]
     assert proc.returncode == 1 and noted, proc.stdout

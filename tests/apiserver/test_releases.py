@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from generator import charts, lifecycle, upgrades
+from key_paths import schema_paths, values_paths
 import releases
 from releases import Release
 
@@ -39,13 +42,8 @@ def test_a_missing_commit_fails_with_the_fix() -> None:
 def test_every_key_of_the_release_is_known_or_declared(release: Release, tmp_path: Path) -> None:
     """A key of the release's values.yaml or schema that this chart lacks is in chart/lifecycle.yaml
     `deprecations` (renamed or removed: the chart and check say what to write instead)."""
-    import json
-
-    from generator import lifecycle, upgrades
-    from key_paths import schema_paths, values_paths
-
     old = releases.extract(release, tmp_path) / "chart"
-    new = lifecycle.charts.CHECKOUT_DIR
+    new = charts.CHECKOUT_DIR
     declared = [str(d["path"]) for d in lifecycle.DATA.get("deprecations") or []]
 
     def gone(before: set[str], after: set[str]) -> list[str]:

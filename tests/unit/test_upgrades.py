@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import helm, lifecycle, upgrades
+from generator import charts, helm, lifecycle, upgrades
 from generator.findings import Finding
 
 from deprecation_support import ENTRIES, chart_with_deprecations
@@ -98,7 +98,7 @@ def test_the_schema_accepts_exactly_the_deprecated_keys(chart: Path) -> None:
 
 
 def test_a_deprecation_without_a_parent_in_the_schema_is_refused() -> None:
-    schema = json.loads((lifecycle.charts.CHECKOUT_DIR / "values.schema.json").read_text())
+    schema = json.loads((charts.CHECKOUT_DIR / "values.schema.json").read_text())
     with pytest.raises(ValueError, match="no parent object"):
         lifecycle.sync_schema(schema, {**lifecycle.DATA, "deprecations": [{**ENTRIES[0], "path": "nope.x.y"}]})
 
