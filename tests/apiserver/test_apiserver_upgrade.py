@@ -167,9 +167,11 @@ def test_upgrade_to_the_examples_new_version(upgraded: Callable[..., Upgrade], r
 
 
 def test_every_declaration_is_still_needed(upgraded: Callable[..., Upgrade]) -> None:
-    """Each declared re-creation, roll reason and example change happens in some example."""
+    """Each declared re-creation, roll reason and example change says why and happens in some example."""
     for release in releases.releases():
         entry = declared(release)
+        for item in [*entry["recreated"], *entry["rolls"], *(entry.get("examples") or {}).values()]:
+            assert str(item.get("why") or "").strip(), item
         ups = {name: upgraded(release, name) for name in releases.examples(release)}
         paths = [p for up in ups.values() for ps in _rolls(up.installed, up.same_values).values() for p in ps]
         for roll in entry["rolls"]:
