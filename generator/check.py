@@ -1,5 +1,6 @@
-"""`jobhandlers check`: load → schema → policy rules (→ helm render + kubernetes-validate)
-for each values file, in one process. Returns findings; never raises on bad input."""
+"""`jobhandlers check`: load → schema → policy rules and keys of earlier releases (→ helm render
++ kubernetes-validate) for each values file, in one process. Returns findings; never raises on
+bad input."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from . import helm, model
+from . import helm, model, upgrades
 from .findings import ERROR, INPUT, RENDER, WARNING, Finding
 from .platforms import Platform
 from .findings import dotted
@@ -20,25 +21,27 @@ KUBE_VALIDATE_MIN_VERSION = "1.25"
 
 
 def check_file(path: str | Path, kube_version: str, render: bool = False,
-               platforms: Sequence[tuple[Platform, int]] = ()) -> list[Finding]:
-    """All findings for one values file."""
+               platforms: Sequence[tuple[Platform, int]] = (), from_version: str | None = None) -> list[Finding]:
+    """All findings for one values file; with `from_version`, the CHANGELOG lines of the
+    releases after it only (upgrades.annotate)."""
     vf = load_values(path)
     if not vf.ok:
         return vf.findings
-    findings = check_schema(vf)
+    findings = upgrades.deprecated(vf, from_version)
+    findings += check_schema(vf)
     findings += check_rules(vf, kube_version, platforms)
     if render and not any(f.severity == ERROR for f in findings):
         findings += check_rendered(vf, Path(path), kube_version)
-    return findings
+    return upgrades.annotate(findings, from_version)
 
 
 def check_files(paths: Sequence[str | Path], kube_version: str, render: bool = False,
-                platforms: Sequence[tuple[Platform, int]] = ()) -> list[Finding]:
+                platforms: Sequence[tuple[Platform, int]] = (), from_version: str | None = None) -> list[Finding]:
     """All findings for several values files."""
     out: list[Finding] = []
     seen: set[Finding] = set()
     for p in paths:
-        for f in check_file(p, kube_version, render, platforms):
+        for f in check_file(p, kube_version, render, platforms, from_version):
             if f.rule == "JHS002":  # a broken chart schema is reported once, not per file
                 if f in seen:
                     continue
