@@ -79,6 +79,9 @@ def test_25a_upgrade_from_release_with_jobs_in_flight(scenario: Scenario) -> Non
     with p.phase("all jobs finish"):
         _finish(sc, ids, "")
         sc.wait_handlers_ready(120)
+        in_flight = switch.in_flight_at_stop(sc.timeline, sc.db.attempts(ids), "job", "Deployment")
+        p.fact("jobs_in_flight_at_stop", in_flight)
+        assert in_flight > 0, "no job ran when the upgrade stopped the old job pod"
 
     with p.phase("only declared objects re-created"):
         change = objects.recreated(before, objects.uids(sc.kube, sc.helm, sc.release, sc.namespace))
@@ -127,7 +130,9 @@ def _switch(sc: Scenario, kind: str, old_kind: str, tag: str, seed: int) -> dict
     old, new = switch.spans(sc.timeline, "job", old_kind, now), switch.spans(sc.timeline, "job", kind, now)
     assert old and new, (old, new)
     window_end = max(s for s, _ in new)
-    out = {"overlap": switch.overlap_seconds(old, new), "gap": switch.gap_seconds(old, new, t_up, window_end)}
+    out = {"overlap": switch.overlap_seconds(old, new), "gap": switch.gap_seconds(old, new, t_up, window_end),
+           "in_flight": switch.in_flight_at_stop(sc.timeline, sc.db.attempts(ids), "job", old_kind)}
+    p.fact(f"{tag}jobs_in_flight_at_stop", out["in_flight"])
     p.fact(f"{tag}overlap_s", out["overlap"])
     p.fact(f"{tag}gap_s", out["gap"])
     p.fact(f"{tag}switch_seconds", round(window_end - t_up, 1))
@@ -141,6 +146,7 @@ def test_25b_kind_switch_in_one_upgrade(scenario: Scenario) -> None:
         sc.wait_handlers_ready(120)
     fwd = _switch(sc, "StatefulSet", "Deployment", "to_sts_", 251)
     back = _switch(sc, "Deployment", "StatefulSet", "to_deploy_", 252)
+    assert fwd["in_flight"] > 0 and back["in_flight"] > 0, f"no job ran when the old pods were stopped: {fwd} {back}"
     assert fwd["overlap"] > 0 and back["overlap"] > 0, \
         f"a one-step switch never ran both kinds at once: {fwd} {back}"
 
@@ -165,6 +171,9 @@ def test_25c_kind_switch_two_steps(scenario: Scenario) -> None:
     assert old and new, (old, new)
     window_end = max(s for s, _ in new)
     overlap = switch.overlap_seconds(old, new)
+    in_flight = switch.in_flight_at_stop(sc.timeline, sc.db.attempts(ids), "job", "Deployment")
+    p.fact("jobs_in_flight_at_stop", in_flight)
+    assert in_flight > 0, "no job ran when step 1 stopped the Deployment's pods"
     p.fact("overlap_s", overlap)
     p.fact("gap_s", switch.gap_seconds(old, new, t_up, window_end))
     p.fact("switch_seconds", round(window_end - t_up, 1))

@@ -5,7 +5,7 @@ did (gap)."""
 from __future__ import annotations
 
 from .cluster import parse_time
-from .observe import Timeline, terminated_state
+from .observe import Timeline, deletion_started, terminated_state
 
 Span = tuple[float, float]  # container start, exit (server times; exit = now while running)
 
@@ -58,3 +58,13 @@ def gap_seconds(old: list[Span], new: list[Span], start: float, end: float) -> f
     """Seconds of [start, end] during which no process of the role ran."""
     covered = [(max(s, start), min(e, end)) for s, e in old + new if min(e, end) > max(s, start)]
     return round((end - start) - _length(covered), 2)
+
+
+def in_flight_at_stop(timeline: Timeline, attempts: list, role: str, kind: str) -> int:
+    """Job attempts that ran on a `kind` pod of `role` when that pod's deletion was requested
+    (claimed before, ended after): the jobs its drain had to finish."""
+    stops = {pod["metadata"]["name"]: deletion_started(timeline, uid) for uid, pod in timeline.last_pods().items()
+             if (pod["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == role
+             and owner_kind(pod) == kind}
+    return sum(1 for a in attempts if stops.get(a.pod) is not None
+               and a.claimed_at <= stops[a.pod] < (a.ended_at if a.ended_at is not None else float("inf")))
