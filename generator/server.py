@@ -1,0 +1,179 @@
+"""`jobhandlers check --server`: the rendered chart through the user's own API server, as a
+server-side dry run (decoding, validation and admission: Pod Security, quotas, LimitRanges,
+policies; nothing persisted). The server's refusals become findings `JHK<HTTP status>`.
+
+Uses the kubernetes Python client (a runtime dependency, imported only here): it reads
+kubeconfig contexts, client certificates, tokens and exec credential plugins as kubectl does,
+and needs no kubectl on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+import re
+
+from .findings import ERROR, RENDER, WARNING, Finding
+
+FIX = {
+    400: "fix the value the server names (a malformed object)",
+    403: "make the values meet the namespace's admission (Pod Security level, quota, policy), or ask the "
+         "cluster's admins",
+    404: "create the namespace first, or pass --namespace",
+    409: "the server reports a conflict: rename the release or remove the existing object",
+    422: "fix the field the server names",
+}
+
+
+class ServerUnusable(Exception):
+    """The kubeconfig cannot be used or the cluster cannot be reached (exit 2, one line)."""
+
+
+@dataclass
+class Target:
+    """Where the dry run goes: a kubeconfig file, a context in it, a namespace."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+
+
+def _client(target: Target) -> tuple[Any, str]:
+    """An ApiClient for the context, and the namespace (flag, else the context's, else default)."""
+    try:
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise ServerUnusable(f"the kubernetes Python client is not installed ({exc}): pip install jobhandlers")
+    try:
+        contexts, active = config.list_kube_config_contexts(config_file=target.kubeconfig)
+        if target.context:
+            active = next((c for c in contexts if c.get("name") == target.context), None)
+            if active is None:
+                names = ", ".join(sorted(str(c.get("name")) for c in contexts)) or "none"
+                raise ServerUnusable(f"no context {target.context!r} in the kubeconfig (it has: {names})")
+        api = config.new_client_from_config(config_file=target.kubeconfig, context=target.context)
+    except ServerUnusable:
+        raise
+    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        where = target.kubeconfig or "the default kubeconfig ($KUBECONFIG or ~/.kube/config)"
+        raise ServerUnusable(f"cannot use {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    namespace = target.namespace or (active or {}).get("context", {}).get("namespace") or "default"
+    return api, namespace
+
+
+def _reachable(api: Any) -> None:
+    """Ask the server its version; unreachable or unauthorized: ServerUnusable."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        client.VersionApi(api).get_code(_request_timeout=10)
+    except ApiException as exc:
+        raise ServerUnusable(f"the API server at {api.configuration.host} answered {exc.status} {exc.reason}")
+    except Exception as exc:  # noqa: BLE001 - urllib3 / ssl / socket errors: the cluster is unreachable
+        raise ServerUnusable(f"cannot reach the API server at {api.configuration.host}: "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+
+
+def _refusal(status: int, body: str) -> tuple[str, list[tuple[str, str]]]:
+    """The server's Status: its reason and message, and (field, message) of each cause."""
+    try:
+        st = json.loads(body)
+    except (ValueError, TypeError):
+        return "", [("", body.strip()[:500] or f"HTTP {status}")]
+    causes = [(str(c.get("field", "")), str(c.get("message", ""))) for c in (st.get("details") or {}).get("causes") or []]
+    return str(st.get("reason", "")), causes or [("", str(st.get("message", "")))]
+
+
+def dry_run(objects: list[dict[str, Any]], target: Target, values_file: str) -> list[Finding]:
+    """Every rendered object as a server-side dry-run create (strict field validation) in the
+    target namespace; a finding per refusal (or per cause of one) and per server warning."""
+    from kubernetes import dynamic
+    from kubernetes.client.rest import ApiException
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    api, namespace = _client(target)
+    _reachable(api)
+    try:
+        dyn = dynamic.DynamicClient(api)
+    except Exception as exc:  # noqa: BLE001 - discovery failed
+        raise ServerUnusable(f"API discovery failed at {api.configuration.host}: {str(exc).splitlines()[0][:200]}")
+    accounts = {o["metadata"]["name"] for o in objects if o.get("kind") == "ServiceAccount"}
+    findings: list[Finding] = []
+    for obj in objects:
+        kind, name = obj.get("kind", "?"), (obj.get("metadata") or {}).get("name", "?")
+        what = f"{kind}/{name}"
+        try:
+            res = dyn.resources.get(api_version=obj.get("apiVersion"), kind=kind)
+        except ResourceNotFoundError:
+            findings.append(Finding(values_file, 1, 1, "JHK404", ERROR, RENDER, "",
+                                    f"{what}: the server does not serve {obj.get('apiVersion')} {kind}",
+                                    "install the CRD or API it needs, or disable that feature in the values"))
+            continue
+        ns = namespace if res.namespaced else None
+        if ns:
+            obj = {**obj, "metadata": {**obj["metadata"], "namespace": ns}}
+        headers: list[str] = []
+        try:
+            resp = api.call_api(res.path(namespace=ns), "POST", body=obj,
+                                query_params=[("dryRun", "All"), ("fieldValidation", "Strict")],
+                                header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                                auth_settings=["BearerToken"], _preload_content=False, _request_timeout=30)
+            headers = resp[2].getlist("Warning") if hasattr(resp[2], "getlist") else []
+        except ApiException as exc:
+            reason, causes = _refusal(exc.status, exc.body or "")
+            for field, message in causes:
+                if (exc.status == 403 and kind == "Pod" and "serviceaccount" in message.lower()
+                        and any(f'"{a}"' in message for a in accounts)):
+                    continue  # the account is in the render: a dry run cannot create it first
+                if exc.status == 409:
+                    continue  # exists already (an upgrade): not a refusal of the values
+                findings.append(Finding(values_file, 1, 1, f"JHK{exc.status}", ERROR, RENDER, "",
+                                        f"{what} refused by the API server ({reason or exc.reason})"
+                                        f"{f' at {field}' if field else ''}: {message}",
+                                        FIX.get(exc.status, "fix what the server names")))
+        except Exception as exc:  # noqa: BLE001 - the connection broke mid-run
+            raise ServerUnusable(f"the API server at {api.configuration.host} stopped answering: "
+                                 f"{type(exc).__name__}")
+        for warning in headers:
+            text = warning.split('"', 1)[1].rsplit('"', 1)[0] if warning.count('"') >= 2 else warning
+            findings.append(Finding(values_file, 1, 1, "JHK299", WARNING, RENDER, "",
+                                    f"{what}: the API server warns: {text}",
+                                    "the pods or objects it names may be refused later (e.g. by Pod Security)"))
+    return findings
+
+
+def _field_parts(field: str) -> list[str | int]:
+    """'spec.template.spec.containers[0].env[0].name' -> ['spec', ..., 'containers', 0, 'env', 0, 'name']."""
+    return [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", field)]
+
+
+def check_server(vf: Any, path: str, kube_version: str, target: Target) -> list[Finding]:
+    """Render the values file with helm, then dry-run every object on the target server; each
+    finding points at the values key the server's field most likely comes from."""
+    from . import helm
+    from .check import _guess_position
+    from .findings import INPUT
+
+    try:
+        objects = helm.render([path], kube_version=kube_version)
+    except helm.HelmNotFoundError as exc:
+        return [Finding(vf.path, 0, 0, "JHR004", ERROR, INPUT, "", f"cannot render: {exc}",
+                        "run `make tools` or set JOBHANDLERS_HELM")]
+    except helm.HelmError as exc:
+        return [Finding(vf.path, 1, 1, "JHR001", ERROR, RENDER, "", f"helm template failed: {exc}",
+                        "fix the value the chart's message names")]
+    out = []
+    for f in dry_run(objects, target, vf.path):
+        m = re.search(r" at (\S+): ", f.message)
+        if m:
+            line, col, vpath = _guess_position(vf, f.message, _field_parts(m.group(1)))
+            f = f._replace(line=line, col=col, path=vpath)
+        out.append(f)
+    return out
