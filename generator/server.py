@@ -46,10 +46,11 @@ class Target:
 def _client(target: Target) -> tuple[Any, str]:
     """An ApiClient for the context, and the namespace (flag, else the context's, else default)."""
     try:
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
+        import urllib3
+        from kubernetes import config
     except ImportError as exc:  # pragma: no cover - a broken install
         raise ServerUnusable(f"the kubernetes Python client is not installed ({exc}): pip install jobhandlers")
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # insecure-skip-tls-verify: the user's choice
     try:
         contexts, active = config.list_kube_config_contexts(config_file=target.kubeconfig)
         if target.context:
@@ -60,7 +61,7 @@ def _client(target: Target) -> tuple[Any, str]:
         api = config.new_client_from_config(config_file=target.kubeconfig, context=target.context)
     except ServerUnusable:
         raise
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+    except Exception as exc:  # noqa: BLE001 - ConfigException, YAML and file errors: the kubeconfig is unusable
         where = target.kubeconfig or "the default kubeconfig ($KUBECONFIG or ~/.kube/config)"
         raise ServerUnusable(f"cannot use {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     namespace = target.namespace or (active or {}).get("context", {}).get("namespace") or "default"
@@ -94,8 +95,8 @@ def _refusal(status: int, body: str) -> tuple[str, list[tuple[str, str]]]:
 def dry_run(objects: list[dict[str, Any]], target: Target, values_file: str) -> list[Finding]:
     """Every rendered object as a server-side dry-run create (strict field validation) in the
     target namespace; a finding per refusal (or per cause of one) and per server warning."""
+    import urllib3
     from kubernetes import dynamic
-    from kubernetes.client.rest import ApiException
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
     api, namespace = _client(target)
@@ -119,28 +120,30 @@ def dry_run(objects: list[dict[str, Any]], target: Target, values_file: str) -> 
         ns = namespace if res.namespaced else None
         if ns:
             obj = {**obj, "metadata": {**obj["metadata"], "namespace": ns}}
-        headers: list[str] = []
         try:
-            resp = api.call_api(res.path(namespace=ns), "POST", body=obj,
-                                query_params=[("dryRun", "All"), ("fieldValidation", "Strict")],
-                                header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                                auth_settings=["BearerToken"], _preload_content=False, _request_timeout=30)
-            headers = resp[2].getlist("Warning") if hasattr(resp[2], "getlist") else []
-        except ApiException as exc:
-            reason, causes = _refusal(exc.status, exc.body or "")
-            for field, message in causes:
-                if (exc.status == 403 and kind == "Pod" and "serviceaccount" in message.lower()
-                        and any(f'"{a}"' in message for a in accounts)):
-                    continue  # the account is in the render: a dry run cannot create it first
-                if exc.status == 409:
-                    continue  # exists already (an upgrade): not a refusal of the values
-                findings.append(Finding(values_file, 1, 1, f"JHK{exc.status}", ERROR, RENDER, "",
-                                        f"{what} refused by the API server ({reason or exc.reason})"
-                                        f"{f' at {field}' if field else ''}: {message}",
-                                        FIX.get(exc.status, "fix what the server names")))
-        except Exception as exc:  # noqa: BLE001 - the connection broke mid-run
+            request = api.param_serialize(
+                "POST", res.path(namespace=ns), query_params=[("dryRun", "All"), ("fieldValidation", "Strict")],
+                header_params={"Content-Type": "application/json", "Accept": "application/json"}, body=obj,
+                auth_settings=["BearerToken"])
+            resp = api.call_api(*request, _request_timeout=30)
+            body = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ServerUnusable(f"the API server at {api.configuration.host} stopped answering: "
                                  f"{type(exc).__name__}")
+        headers = resp.response.headers.getlist("Warning")
+        if not 200 <= resp.status <= 299:
+            text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
+            reason, causes = _refusal(resp.status, text)
+            for field, message in causes:
+                if (resp.status == 403 and kind == "Pod" and "serviceaccount" in message.lower()
+                        and any(f'"{a}"' in message for a in accounts)):
+                    continue  # the account is in the render: a dry run cannot create it first
+                if resp.status == 409:
+                    continue  # exists already (an upgrade): not a refusal of the values
+                findings.append(Finding(values_file, 1, 1, f"JHK{resp.status}", ERROR, RENDER, "",
+                                        f"{what} refused by the API server ({reason or resp.reason})"
+                                        f"{f' at {field}' if field else ''}: {message}",
+                                        FIX.get(resp.status, "fix what the server names")))
         for warning in headers:
             text = warning.split('"', 1)[1].rsplit('"', 1)[0] if warning.count('"') >= 2 else warning
             findings.append(Finding(values_file, 1, 1, "JHK299", WARNING, RENDER, "",
