@@ -85,19 +85,26 @@ def _guess_position(vf: ValuesFile, message: str, obj_path: list[str | int]) -> 
     return 1, 1, ""
 
 
+def render_objects(vf: ValuesFile, path: Path, kube_version: str) -> tuple[list[dict[str, Any]], list[Finding]]:
+    """helm template's objects for the file, or no objects and the finding saying why not."""
+    try:
+        return helm.render([path], kube_version=kube_version), []
+    except helm.HelmNotFoundError as exc:
+        return [], [Finding(vf.path, 0, 0, "JHR004", ERROR, INPUT, "", f"cannot render: {exc}",
+                            "run `make tools` or set JOBHANDLERS_HELM")]
+    except helm.HelmError as exc:
+        return [], [Finding(vf.path, 1, 1, "JHR001", ERROR, RENDER, "", f"helm template failed: {exc}",
+                            "fix the value the chart's message names")]
+
+
 def check_rendered(vf: ValuesFile, path: Path, kube_version: str) -> list[Finding]:
     """Render with helm for kube_version and validate every object with kubernetes-validate
     (strict: unknown fields are errors)."""
     import kubernetes_validate  # slow import: only with --render
 
-    try:
-        objects = helm.render([path], kube_version=kube_version)
-    except helm.HelmNotFoundError as exc:
-        return [Finding(vf.path, 0, 0, "JHR004", ERROR, INPUT, "", f"cannot render: {exc}",
-                        "run `make tools` or set JOBHANDLERS_HELM")]
-    except helm.HelmError as exc:
-        return [Finding(vf.path, 1, 1, "JHR001", ERROR, RENDER, "", f"helm template failed: {exc}",
-                        "fix the value the chart's message names")]
+    objects, failed = render_objects(vf, path, kube_version)
+    if failed:
+        return failed
     if not model.at_least(kube_version, KUBE_VALIDATE_MIN_VERSION):
         return [Finding(vf.path, 1, 1, "JHR003", WARNING, RENDER, "",
                         f"kubernetes-validate has no schemas for Kubernetes {kube_version}; rendered "

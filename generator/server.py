@@ -82,6 +82,31 @@ def _reachable(api: Any) -> None:
                              f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
 
 
+def _enforced_level(api: Any, namespace: str) -> str | None:
+    """The namespace's pod-security.kubernetes.io/enforce label; None when unset or not readable."""
+    from kubernetes import client
+
+    try:
+        labels = client.CoreV1Api(api).read_namespace(namespace, _request_timeout=10).metadata.labels or {}
+    except Exception:  # noqa: BLE001 - no get on namespaces, or no such namespace (the creates say so)
+        return None
+    return labels.get("pod-security.kubernetes.io/enforce")
+
+
+def _warning(values_file: str, what: str, header: str, enforce: str | None) -> Finding:
+    """A Warning header (`299 - "text"`) as a finding: JHK299, or JHK403 when it is Pod Security's
+    verdict on a workload in a namespace that enforces that level (its pods will be refused)."""
+    m = re.fullmatch(r'\s*\d+\s+\S+\s+"(.*)"\s*', header)
+    text = m.group(1).replace('\\"', '"') if m else header
+    level = re.search(r'would violate PodSecurity "(\w+):', text)
+    if level and enforce and level.group(1) == enforce:
+        return Finding(values_file, 1, 1, "JHK403", ERROR, RENDER, "",
+                       f"{what}: admitted, but the namespace enforces Pod Security {enforce!r}, so its pods will "
+                       f"be refused: {text}", FIX[403])
+    return Finding(values_file, 1, 1, "JHK299", WARNING, RENDER, "", f"{what}: the API server warns: {text}",
+                   "the objects it names may be refused later (e.g. a workload's pods by Pod Security)")
+
+
 def _refusal(status: int, body: str) -> tuple[str, list[tuple[str, str]]]:
     """The server's Status: its reason and message, and (field, message) of each cause."""
     try:
@@ -105,6 +130,7 @@ def dry_run(objects: list[dict[str, Any]], target: Target, values_file: str) -> 
         dyn = dynamic.DynamicClient(api)
     except Exception as exc:  # noqa: BLE001 - discovery failed
         raise ServerUnusable(f"API discovery failed at {api.configuration.host}: {str(exc).splitlines()[0][:200]}")
+    enforce = _enforced_level(api, namespace)
     accounts = {o["metadata"]["name"] for o in objects if o.get("kind") == "ServiceAccount"}
     findings: list[Finding] = []
     for obj in objects:
@@ -145,10 +171,7 @@ def dry_run(objects: list[dict[str, Any]], target: Target, values_file: str) -> 
                                         f"{f' at {field}' if field else ''}: {message}",
                                         FIX.get(resp.status, "fix what the server names")))
         for warning in headers:
-            text = warning.split('"', 1)[1].rsplit('"', 1)[0] if warning.count('"') >= 2 else warning
-            findings.append(Finding(values_file, 1, 1, "JHK299", WARNING, RENDER, "",
-                                    f"{what}: the API server warns: {text}",
-                                    "the pods or objects it names may be refused later (e.g. by Pod Security)"))
+            findings.append(_warning(values_file, what, warning, enforce))
     return findings
 
 
@@ -160,18 +183,13 @@ def _field_parts(field: str) -> list[str | int]:
 def check_server(vf: Any, path: str, kube_version: str, target: Target) -> list[Finding]:
     """Render the values file with helm, then dry-run every object on the target server; each
     finding points at the values key the server's field most likely comes from."""
-    from . import helm
-    from .check import _guess_position
-    from .findings import INPUT
+    from pathlib import Path
 
-    try:
-        objects = helm.render([path], kube_version=kube_version)
-    except helm.HelmNotFoundError as exc:
-        return [Finding(vf.path, 0, 0, "JHR004", ERROR, INPUT, "", f"cannot render: {exc}",
-                        "run `make tools` or set JOBHANDLERS_HELM")]
-    except helm.HelmError as exc:
-        return [Finding(vf.path, 1, 1, "JHR001", ERROR, RENDER, "", f"helm template failed: {exc}",
-                        "fix the value the chart's message names")]
+    from .check import _guess_position, render_objects
+
+    objects, failed = render_objects(vf, Path(path), kube_version)
+    if failed:
+        return failed
     out = []
     for f in dry_run(objects, target, vf.path):
         m = re.search(r" at (\S+): ", f.message)

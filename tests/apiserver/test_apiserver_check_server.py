@@ -84,7 +84,7 @@ def test_clean_example_passes(api: ApiServer) -> None:
 
 
 def test_pod_security_refusal_exits_1(api: ApiServer, tmp_path: Path) -> None:
-    """A value restricted forbids: JH073 offline, and the server's own refusal of the hook Pods."""
+    """A value restricted forbids: JH073 offline, and JHK403 from the server: its workloads' pods would be refused."""
     ns = _namespace(api)
     values = tmp_path / "v.yaml"
     values.write_text(MINIMAL.read_text() + "\npodSecurityContext:\n  runAsNonRoot: false\n")
@@ -92,7 +92,7 @@ def test_pod_security_refusal_exits_1(api: ApiServer, tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rules = {f["rule"] for f in json.loads(proc.stdout)["findings"]}
     assert {"JH073", "JHK403"} <= rules, proc.stdout
-    assert "violates PodSecurity" in proc.stdout
+    assert "violate PodSecurity" in proc.stdout
 
 
 def test_missing_namespace_is_a_refusal(api: ApiServer) -> None:
