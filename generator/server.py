@@ -58,7 +58,12 @@ def _client(target: Target) -> tuple[Any, str]:
             if active is None:
                 names = ", ".join(sorted(str(c.get("name")) for c in contexts)) or "none"
                 raise ServerUnusable(f"no context {target.context!r} in the kubeconfig (it has: {names})")
-        api = config.new_client_from_config(config_file=target.kubeconfig, context=target.context)
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=target.kubeconfig, context=target.context, client_configuration=cfg)
+        cfg.retries = 0  # an unreachable cluster answers at once (exit 2), not after urllib3's retries
+        api = client.ApiClient(cfg)
     except ServerUnusable:
         raise
     except Exception as exc:  # noqa: BLE001 - ConfigException, YAML and file errors: the kubeconfig is unusable
