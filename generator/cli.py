@@ -57,6 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
                         + ", ".join(_platform_names()))
     c.add_argument("--render", action="store_true",
                    help="also render with helm and validate every object with kubernetes-validate (strict)")
+    c.add_argument("--server", action="store_true",
+                   help="also render and send every object to your cluster as a server-side dry run (admission "
+                        "included: Pod Security, quotas, policies); refusals are JHK findings")
+    c.add_argument("--kubeconfig", metavar="PATH", default=None, help="with --server: the kubeconfig file")
+    c.add_argument("--context", metavar="NAME", default=None, help="with --server: the kubeconfig context")
+    c.add_argument("--namespace", "-n", metavar="NS", default=None,
+                   help="with --server: the release namespace (default: the context's, else default)")
+    c.add_argument("--from-version", metavar="VERSION", default=None,
+                   help="list what to change before upgrading from this chart release (renamed or removed "
+                        "keys, values it accepted that this chart refuses); docs/upgrading.md")
 
     g = sub.add_parser("grace", help="show the computed grace periods of a values file")
     g.add_argument("values", help="values file")
@@ -123,8 +133,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_files
     from .findings import exit_code, render_findings
 
-    findings = check_files(args.values, args.kube_version, render=args.render, platforms=args.platform)
+    from . import upgrades
+
+    if args.from_version is not None and args.from_version not in upgrades.releases():
+        known = ", ".join(upgrades.releases()) or "none"
+        print(_safe(f"jobhandlers check: --from-version {args.from_version}: not a release this chart "
+                    f"upgrades from (chart/lifecycle.yaml upgrades: {known})"), file=sys.stderr)
+        return EXIT_INPUT
+    server, unusable = None, ()
+    if args.server:
+        from .server import ServerUnusable, Target
+        server, unusable = Target(args.kubeconfig, args.context, args.namespace), (ServerUnusable,)
+    elif args.kubeconfig or args.context or args.namespace:
+        print("jobhandlers check: --kubeconfig, --context and --namespace need --server", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        findings = check_files(args.values, args.kube_version, render=args.render, platforms=args.platform,
+                               from_version=args.from_version, server=server)
+    except unusable as exc:  # the cluster or kubeconfig cannot be used: one line, exit 2
+        print(_safe(f"jobhandlers check --server: {exc}"), file=sys.stderr)
+        return EXIT_INPUT
     sys.stdout.write(render_findings(findings, len(args.values), args.format))
+    if args.from_version is not None and args.format == "text":
+        sys.stdout.write(upgrades.summary(findings, args.from_version))
     return exit_code(findings)
 
 
