@@ -214,6 +214,10 @@ bench: tools venv deps ## benchmarks: check vs helm lint, render vs serial helm,
 bench-kind: tools venv image kind-up ## gated vs naive chart on the kind cluster: table, JSON, PNG in bench-results/
 	KUBECONFIG=$(KIND_KUBECONFIG) $(PY) bench/kind_bench.py
 
+.PHONY: bench-probes
+bench-probes: tools venv kind-load ## what the heartbeat probes cost a node: CPU-s per pod-hour by readiness period, in bench-results/probe-cost.json
+	KUBECONFIG=$(KIND_KUBECONFIG) $(PY) bench/probe_cost.py $(BENCH_PROBES_ARGS)
+
 -include tests/workload/workload.mk
 -include tests/kind/kind.mk
 include tests/apps/apps.mk

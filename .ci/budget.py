@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The time budget of .ci/run's stages, in one place, and the table printed at the end of a run.
 
-    .ci/budget.py STAGES_FILE [SCENARIOS_JSON]
+    .ci/budget.py STAGES_FILE [SCENARIOS_JSON] [--markdown FILE]
 
 STAGES_FILE has one line per finished stage, "NAME SECONDS EXIT" (.ci/run's stage() appends
 them); SCENARIOS_JSON is bench-results/kind-scenarios.json (per-scenario seconds), optional.
@@ -10,6 +10,8 @@ does not depend on caches ("check": the test and scenario passes, the cluster's 
 fail the run (exit 1) when they take more than FAIL_RATIO × their budget; the builds and
 downloads ("report") are only reported, since a cold machine takes many times its warm time.
 Scenarios are reported only (no per-scenario history yet): the ones over SCENARIO_BUDGET.
+--markdown FILE also writes every stage and every scenario (its time and its two longest
+phases: what it waits on) as Markdown tables, the generated part of docs/ci-times.md.
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "kind-up": (60, "check"),            # 27 s
     "kind-load": (60, "report"),         # a push to the local registry: 0-5 s warm, more after a rebuild
     "kind-postgres": (60, "check"),      # 4 s
+    "kind-up-nodes": (90, "check"),      # the node scenarios' cluster, beside the first's scenarios
+    "kind-postgres-nodes": (60, "check"),
     "test-cpu": (750, "check"),          # 649 s (niced, beside the scenarios)
     "test-kind-main": (1800, "check"),   # 1611 s
     "test-kind-nodes": (1050, "check"),  # 555-610 s before 22c; 22c alone 269-398 s (its own Galaxy install 123-200 s)
     "test-wait": (300, "check"),         # 205 s
     "kind-down": (90, "check"),          # 35 s
+    "kind-down-nodes": (90, "check"),    # at the same time as kind-down
     "total": (2700, "report"),           # 2477 s warm; cold ≈ 69 min; CI limit 90 min
 }
 SCENARIO_BUDGET = 300  # s, one scenario (stop 30 cold: the slowest, 16d, 259 s)
@@ -94,7 +99,34 @@ def table(rs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def markdown(rs: list[dict], scenarios: dict | None) -> str:
+    """Every stage (budget, actual) and every scenario, slowest first, with its longest phases."""
+    out = ["| stage | kind | budget (s) | actual (s) |", "| --- | --- | ---: | ---: |"]
+    for r in sorted(rs, key=lambda r: r["name"] == "total"):
+        if r["name"].startswith("scenario ") or r["actual"] is None:
+            continue
+        out.append(f"| {r['name']} | {r['kind']} | {r['budget'] if r['budget'] is not None else '-'} "
+                   f"| {r['actual']:.0f}{' (failed)' if r['exit'] else ''} |")
+    entries = [(name, e) for name, e in (scenarios or {}).items() if isinstance(e, dict)]
+    if entries:
+        out += ["", f"| scenario | seconds (budget {SCENARIO_BUDGET}) | longest phases (s) |", "| --- | ---: | --- |"]
+        for name, e in sorted(entries, key=lambda kv: -float(kv[1].get("seconds") or 0)):
+            phases = sorted((e.get("phases") or {}).items(), key=lambda kv: -float(kv[1] or 0))[:2]
+            what = "; ".join(f"{k} {float(v):.0f}" for k, v in phases)
+            mark = "" if e.get("passed", True) else " (failed)"
+            out.append(f"| {name} | {float(e.get('seconds') or 0):.0f}{mark} | {what} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str]) -> int:
+    md_out = None
+    if "--markdown" in argv:
+        i = argv.index("--markdown")
+        if i + 1 >= len(argv):
+            print(__doc__, file=sys.stderr)
+            return 2
+        md_out = Path(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
@@ -107,6 +139,10 @@ def main(argv: list[str]) -> int:
             print(f"{argv[2]}: not JSON, scenarios left out")
     rs = rows(stages, scenarios)
     print(table(rs))
+    if md_out is not None:
+        tmp = md_out.with_name(md_out.name + ".tmp")
+        tmp.write_text(markdown(rs, scenarios))
+        tmp.replace(md_out)
     failed = [r["name"] for r in rs if r["fail"]]
     if failed:
         print(f"over budget by more than {FAIL_RATIO}x: {', '.join(failed)} (budgets: .ci/budget.py)")

@@ -1,5 +1,6 @@
-"""`jobhandlers check`: load → schema → policy rules (→ helm render + kubernetes-validate)
-for each values file, in one process. Returns findings; never raises on bad input."""
+"""`jobhandlers check`: load → schema → policy rules and keys of earlier releases (→ helm render
++ kubernetes-validate) for each values file, in one process. Returns findings; never raises on
+bad input."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from . import helm, model
+from . import helm, model, upgrades
 from .findings import ERROR, INPUT, RENDER, WARNING, Finding
 from .platforms import Platform
 from .findings import dotted
@@ -20,25 +21,33 @@ KUBE_VALIDATE_MIN_VERSION = "1.25"
 
 
 def check_file(path: str | Path, kube_version: str, render: bool = False,
-               platforms: Sequence[tuple[Platform, int]] = ()) -> list[Finding]:
-    """All findings for one values file."""
+               platforms: Sequence[tuple[Platform, int]] = (), from_version: str | None = None,
+               server: Any = None) -> list[Finding]:
+    """All findings for one values file; with `from_version`, the CHANGELOG lines of the
+    releases after it only (upgrades.annotate); with `server` (a server.Target), the render's
+    server-side dry run there (server.ServerUnusable when the cluster cannot be used)."""
     vf = load_values(path)
     if not vf.ok:
         return vf.findings
-    findings = check_schema(vf)
+    findings = upgrades.deprecated(vf, from_version)
+    findings += check_schema(vf)
     findings += check_rules(vf, kube_version, platforms)
     if render and not any(f.severity == ERROR for f in findings):
         findings += check_rendered(vf, Path(path), kube_version)
-    return findings
+    if server is not None and not any(f.severity == ERROR for f in findings):
+        from .server import check_server  # the kubernetes client: only with --server
+        findings += check_server(vf, str(path), kube_version, server)
+    return upgrades.annotate(findings, from_version)
 
 
 def check_files(paths: Sequence[str | Path], kube_version: str, render: bool = False,
-                platforms: Sequence[tuple[Platform, int]] = ()) -> list[Finding]:
+                platforms: Sequence[tuple[Platform, int]] = (), from_version: str | None = None,
+                server: Any = None) -> list[Finding]:
     """All findings for several values files."""
     out: list[Finding] = []
     seen: set[Finding] = set()
     for p in paths:
-        for f in check_file(p, kube_version, render, platforms):
+        for f in check_file(p, kube_version, render, platforms, from_version, server):
             if f.rule == "JHS002":  # a broken chart schema is reported once, not per file
                 if f in seen:
                     continue
@@ -76,19 +85,26 @@ def _guess_position(vf: ValuesFile, message: str, obj_path: list[str | int]) -> 
     return 1, 1, ""
 
 
+def render_objects(vf: ValuesFile, path: Path, kube_version: str) -> tuple[list[dict[str, Any]], list[Finding]]:
+    """helm template's objects for the file, or no objects and the finding saying why not."""
+    try:
+        return helm.render([path], kube_version=kube_version), []
+    except helm.HelmNotFoundError as exc:
+        return [], [Finding(vf.path, 0, 0, "JHR004", ERROR, INPUT, "", f"cannot render: {exc}",
+                            "run `make tools` or set JOBHANDLERS_HELM")]
+    except helm.HelmError as exc:
+        return [], [Finding(vf.path, 1, 1, "JHR001", ERROR, RENDER, "", f"helm template failed: {exc}",
+                            "fix the value the chart's message names")]
+
+
 def check_rendered(vf: ValuesFile, path: Path, kube_version: str) -> list[Finding]:
     """Render with helm for kube_version and validate every object with kubernetes-validate
     (strict: unknown fields are errors)."""
     import kubernetes_validate  # slow import: only with --render
 
-    try:
-        objects = helm.render([path], kube_version=kube_version)
-    except helm.HelmNotFoundError as exc:
-        return [Finding(vf.path, 0, 0, "JHR004", ERROR, INPUT, "", f"cannot render: {exc}",
-                        "run `make tools` or set JOBHANDLERS_HELM")]
-    except helm.HelmError as exc:
-        return [Finding(vf.path, 1, 1, "JHR001", ERROR, RENDER, "", f"helm template failed: {exc}",
-                        "fix the value the chart's message names")]
+    objects, failed = render_objects(vf, path, kube_version)
+    if failed:
+        return failed
     if not model.at_least(kube_version, KUBE_VALIDATE_MIN_VERSION):
         return [Finding(vf.path, 1, 1, "JHR003", WARNING, RENDER, "",
                         f"kubernetes-validate has no schemas for Kubernetes {kube_version}; rendered "

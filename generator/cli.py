@@ -57,6 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
                         + ", ".join(_platform_names()))
     c.add_argument("--render", action="store_true",
                    help="also render with helm and validate every object with kubernetes-validate (strict)")
+    c.add_argument("--server", action="store_true",
+                   help="also render and send every object to your cluster as a server-side dry run (admission "
+                        "included: Pod Security, quotas, policies); refusals are JHK findings")
+    c.add_argument("--kubeconfig", metavar="PATH", default=None, help="with --server: the kubeconfig file")
+    c.add_argument("--context", metavar="NAME", default=None, help="with --server: the kubeconfig context")
+    c.add_argument("--namespace", "-n", metavar="NS", default=None,
+                   help="with --server: the release namespace (default: the context's, else default)")
+    c.add_argument("--from-version", metavar="VERSION", default=None,
+                   help="list what to change before upgrading from this chart release (renamed or removed "
+                        "keys, values it accepted that this chart refuses); docs/upgrading.md")
 
     g = sub.add_parser("grace", help="show the computed grace periods of a values file")
     g.add_argument("values", help="values file")
@@ -77,7 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="test only these kube versions (default: the whole matrix, or from the file's "
                         "`# kube-versions: >=X.Y` comment on)")
     t.add_argument("values", nargs="*", type=Path,
-                   help="values files to generate tests for (one test_example_<name>.py each)")
+                   help="values files to generate tests for (one test_example_<name>.py each); with --live: "
+                        "VALUES [JOBS] (JOBS default: <values stem>.jobs.yaml beside it)")
+    t.add_argument("--live", action="store_true",
+                   help="write a pytest suite that installs VALUES on a live cluster and checks install, rollout "
+                        "and eviction with jobs in flight, a waiting pod's stop and uninstall (needs --out)")
+    t.add_argument("--max-job-seconds", type=int, default=None, metavar="N",
+                   help="--live: cap the test jobs' length at N seconds (quick runs)")
     return p
 
 
@@ -117,8 +133,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_files
     from .findings import exit_code, render_findings
 
-    findings = check_files(args.values, args.kube_version, render=args.render, platforms=args.platform)
+    from . import upgrades
+
+    if args.from_version is not None and args.from_version not in upgrades.releases():
+        known = ", ".join(upgrades.releases()) or "none"
+        print(_safe(f"jobhandlers check: --from-version {args.from_version}: not a release this chart "
+                    f"upgrades from (chart/lifecycle.yaml upgrades: {known})"), file=sys.stderr)
+        return EXIT_INPUT
+    server, unusable = None, ()
+    if args.server:
+        from .server import ServerUnusable, Target
+        server, unusable = Target(args.kubeconfig, args.context, args.namespace), (ServerUnusable,)
+    elif args.kubeconfig or args.context or args.namespace:
+        print("jobhandlers check: --kubeconfig, --context and --namespace need --server", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        findings = check_files(args.values, args.kube_version, render=args.render, platforms=args.platform,
+                               from_version=args.from_version, server=server)
+    except unusable as exc:  # the cluster or kubeconfig cannot be used: one line, exit 2
+        print(_safe(f"jobhandlers check --server: {exc}"), file=sys.stderr)
+        return EXIT_INPUT
     sys.stdout.write(render_findings(findings, len(args.values), args.format))
+    if args.from_version is not None and args.format == "text":
+        sys.stdout.write(upgrades.summary(findings, args.from_version))
     return exit_code(findings)
 
 
@@ -185,6 +222,8 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
     """jobhandlers gen-tests."""
     from . import gentests, helm
 
+    if args.live:
+        return _gen_live(args)
     examples = _examples(args.examples)
     if args.values:
         missing = [str(v) for v in args.values if not v.is_file()]
@@ -213,6 +252,29 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
     for w in res.written:
         print(_safe(f"wrote {w}"))
     print(f"gen-tests: {len(res.written)} file(s) changed")
+    return EXIT_OK
+
+
+def _gen_live(args: argparse.Namespace) -> int:
+    """jobhandlers gen-tests --live VALUES [JOBS] --out DIR."""
+    from .findings import render_findings
+    from .live.generate import generate
+
+    if not 1 <= len(args.values) <= 2 or args.out is None or args.check or args.examples or args.kube_version:
+        print("jobhandlers gen-tests --live: give VALUES [JOBS] and --out DIR (no --check, --examples, "
+              "--kube-version)", file=sys.stderr)
+        return EXIT_INPUT
+    if args.max_job_seconds is not None and args.max_job_seconds < 1:
+        print("jobhandlers gen-tests --live: --max-job-seconds must be >= 1", file=sys.stderr)
+        return EXIT_INPUT
+    res = generate(args.values[0], args.values[1] if len(args.values) == 2 else None, args.out, args.max_job_seconds)
+    if res.findings:
+        sys.stderr.write(render_findings(res.findings, 1 + (len(args.values) == 2), "text"))
+    if res.exit_code:
+        return EXIT_INPUT
+    for w in res.written:
+        print(_safe(f"wrote {w}"))
+    print(f"gen-tests --live: {len(res.written)} file(s) changed; run: pytest {args.out}")
     return EXIT_OK
 
 

@@ -4,7 +4,7 @@ Pre-commit and CI call check once per file or commit, so the start-up cost is th
 (README, "Benchmarks"). This path reads each file with the conservative libyaml reader
 (fastyaml.py), validates it merged over the precomputed chart defaults with the compiled
 schema (`_chartcache.py`), and runs the same policy rules (rules/). Only when every file
-passes all three does it answer, with exactly what the full path prints for no findings.
+passes all three (and sets no key of an earlier release, upgrades.py) does it answer, with exactly what the full path prints for no findings.
 Any finding, any input it is unsure of, any option it does not handle, a chart the cache
 was not built from, or JOBHANDLERS_FULL_CHECK=1: it returns None and the full path
 (cli.py → check.py, ruamel with positions, jsonschema) decides, so the findings and their
@@ -72,6 +72,7 @@ def run(argv: list[str]) -> int | None:
         return None
     from . import fastyaml
     from .rules import check as check_rules
+    from .upgrades import deprecated
     from .values import ValuesFile, coalesce
 
     for path in files:
@@ -80,7 +81,8 @@ def run(argv: list[str]) -> int | None:
                 data = fastyaml.load(fh.read()) or {}
             values = coalesce(cache.DEFAULTS, data)
             cache.validate(values)
-            if check_rules(ValuesFile(path=path, data=data), kube_version, platforms, values):
+            vf = ValuesFile(path=path, data=data)
+            if check_rules(vf, kube_version, platforms, values) or deprecated(vf):
                 return None
         except Exception:  # noqa: BLE001 - unsure, unreadable, invalid: the full path reports it
             return None

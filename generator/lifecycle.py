@@ -44,11 +44,14 @@ def chart_rules() -> list[str]:
     return sorted(rule_id for rule_id, rule in RULES.items() if rule.get("chart"))
 
 
-def sync_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def sync_schema(schema: dict[str, Any], data: dict[str, Any] | None = None) -> dict[str, Any]:
     """values.schema.json with the lists it shares with this data set from it: the drain-mode
-    and workload-kind enums, and oneProbeHandler (no two handler kinds in one probe block)."""
-    modes, kinds = DATA["drain"]["modes"], DATA["workloadKinds"]
-    handlers = DATA["probe"]["handlerKinds"]
+    and workload-kind enums, oneProbeHandler (no two handler kinds in one probe block), and the
+    keys of earlier releases (`deprecations`), accepted so that the chart's JH060 words reach
+    the user instead of a schema error."""
+    data = DATA if data is None else data
+    modes, kinds = data["drain"]["modes"], data["workloadKinds"]
+    handlers = data["probe"]["handlerKinds"]
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -57,6 +60,10 @@ def sync_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 node["enum"] = list(modes)
             elif isinstance(enum, list) and "Deployment" in enum:
                 node["enum"] = list(kinds)
+            props = node.get("properties")
+            if isinstance(props, dict):  # drop the deprecated keys: the table below adds them again
+                for key in [k for k, v in props.items() if isinstance(v, dict) and v.get("deprecated")]:
+                    del props[key]
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -66,7 +73,39 @@ def sync_schema(schema: dict[str, Any]) -> dict[str, Any]:
     walk(schema)
     pairs = [[a, b] for i, a in enumerate(handlers) for b in handlers[i + 1:]]
     schema["definitions"]["oneProbeHandler"]["not"]["anyOf"] = [{"required": p} for p in pairs]
+    for entry in data.get("deprecations") or []:
+        _deprecated_key(schema, entry)
     return schema
+
+
+def _deprecated_key(schema: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Accept `entry["path"]` (dotted, `*` any key) in the schema as a deprecated key of any type."""
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        """The object schema a node stands for: through `$ref`, and the branch of an anyOf
+        (a role or null) that has properties."""
+        while isinstance(node.get("$ref"), str):  # "#/definitions/role"
+            target: Any = schema
+            for part in node["$ref"].lstrip("#/").split("/"):
+                target = target[part]
+            node = target
+        if "properties" not in node:
+            for branch in node.get("anyOf") or node.get("oneOf") or []:
+                found = resolve(branch)
+                if "properties" in found:
+                    return found
+        return node
+
+    *parents, last = str(entry["path"]).split(".")
+    node = resolve(schema)
+    try:
+        for seg in parents:
+            node = resolve(node["additionalProperties"] if seg == "*" else node["properties"][seg])
+    except (KeyError, TypeError):
+        raise ValueError(f"chart/lifecycle.yaml deprecations: {entry['path']} has no parent object in "
+                         f"values.schema.json") from None
+    new = f"renamed to {entry['newPath']}" if entry.get("newPath") else "removed"
+    node.setdefault("properties", {})[last] = {
+        "deprecated": True, "description": f"{new} in chart {entry['since']}: {entry['fix']} (JH060)"}
 
 
 def main(argv: list[str] | None = None) -> int:

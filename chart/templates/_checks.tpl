@@ -12,6 +12,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- end }}
 
 {{- define "jobhandlers.checks" -}}
+{{- include "jobhandlers.checks.deprecations" . }}
 {{- include "jobhandlers.checks.hookDeadlock" . }}
 {{- include "jobhandlers.checks.hookSecret" . }}
 {{- include "jobhandlers.checks.grace" . }}

@@ -1,7 +1,7 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
-One module per concern (grace, probes, migration, pod, env, resources, networkpolicy, launcher,
-autoscaling); this one is the
+One module per concern (grace, probes, migration, pod, podsecurity, env, resources, networkpolicy,
+launcher, autoscaling); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .launcher import _jh044, _jh045, _jh046, _jh047, _jh048, _jh049
 from .networkpolicy import _jh041, _jh042, _jh043, _jh051
 from .env import _jh050
 from .resources import _jh052
+from .podsecurity import _jh073
 
 
 # Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
@@ -84,6 +85,7 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH057": _jh057,
     "JH058": _jh058,
     "JH059": _jh059,
+    "JH073": _jh073,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

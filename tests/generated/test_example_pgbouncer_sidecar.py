@@ -48,16 +48,16 @@ PER_VERSION = {
 # kube version -> role -> probe kind -> handler and thresholds (None: not rendered).
 PROBES = {
     '1.34': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 2, 'timeoutSeconds': 2},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 2},
          'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 1, 'timeoutSeconds': 2}},
  'web': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 2, 'timeoutSeconds': 2},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 2},
          'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
     '1.37': {'job': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 2, 'timeoutSeconds': 2},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 2},
          'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 1, 'timeoutSeconds': 2}},
  'web': {'liveness': {'failureThreshold': 3, 'grace': 30, 'handler': 'exec', 'heartbeat': True, 'initialDelaySeconds': 0, 'periodSeconds': 30, 'timeoutSeconds': 5},
-         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 2, 'timeoutSeconds': 2},
+         'readiness': {'failureThreshold': 1, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 5, 'timeoutSeconds': 2},
          'startup': {'failureThreshold': 300, 'grace': None, 'handler': 'exec', 'heartbeat': True, 'periodSeconds': 1, 'timeoutSeconds': 2}}},
 }
 # kube version -> role -> init container order, regular sidecars, drain adapter, node-loss toleration.

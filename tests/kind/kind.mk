@@ -65,11 +65,14 @@ KIND_RERUNS ?= 1
 # waiting pass beside them: they mostly wait); empty (the default): both. -raR prints why a rerun
 # scenario failed the first time.
 KIND_PART ?=
+# KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
+# (.ci/run runs both passes at once, on two clusters, and removes it before)
+KIND_KEEP_RESULTS ?=
 KIND_PYTEST = KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0
 test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
 ifneq ($(KIND_PART),nodes)
-	@rm -f bench-results/kind-scenarios.json
+	@$(if $(KIND_KEEP_RESULTS),true,rm -f bench-results/kind-scenarios.json)
 	$(KIND_PYTEST) -n $(KIND_JOBS) --dist loadgroup -m 'not nodes' tests/kind/test_smoke.py tests/kind/scenarios
 endif
 ifneq ($(KIND_PART),main)

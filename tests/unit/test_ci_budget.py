@@ -66,3 +66,19 @@ def test_a_failed_stage_says_so(tmp_path, capsys):
     path.write_text("kind-up 11 2\n")
     assert budget.main(["budget.py", str(path)]) == 0  # the run fails on the stage itself, not on time
     assert "the stage failed, exit 2" in capsys.readouterr().out
+
+
+def test_markdown_has_every_stage_and_scenario_slowest_first(tmp_path):
+    stages = _stages(tmp_path, test_kind_main=1500, venv=20)
+    scenarios = tmp_path / "s.json"
+    scenarios.write_text(json.dumps({
+        "test_fast": {"passed": True, "seconds": 10, "phases": {"install": 8, "cleanup": 2}},
+        "test_slow": {"passed": False, "seconds": 400, "phases": {"a": 1, "rollout": 300, "install": 90}},
+    }))
+    out = tmp_path / "times.md"
+    assert budget.main(["budget.py", str(stages), str(scenarios), "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert "| test-kind-main | check | 1800 | 1500 |" in text and "| venv |" in text
+    assert text.index("test_slow") < text.index("test_fast")
+    assert "| test_slow | 400 (failed) | rollout 300; install 90 |" in text
+    assert "did not run" not in text

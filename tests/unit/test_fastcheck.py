@@ -24,7 +24,7 @@ from generator.values import coalesce, merged, parse_values
 from unit_support import REPO
 
 EXAMPLES = sorted((REPO / "values-examples").glob("*.yaml"))
-HEAVY = ("ruamel", "jsonschema", "argparse", "typing", "dataclasses", "pathlib", "hashlib", "fastjsonschema")
+HEAVY = ("ruamel", "jsonschema", "argparse", "typing", "dataclasses", "pathlib", "hashlib", "fastjsonschema", "kubernetes")
 
 
 def _run(main, args: list[str]) -> tuple[int, str]:
@@ -123,6 +123,15 @@ def test_the_fast_path_imports_nothing_heavy() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]", proc.stdout
+
+
+def test_only_check_server_imports_the_kubernetes_client() -> None:
+    """The full path (here: a file with findings, --render not given) leaves the client unloaded too."""
+    code = ("import sys; from generator.cli import main; rc = main(['check', 'tests/unit/fixtures/rules/JH073-fail.yaml']); "
+            "print('kubernetes' in sys.modules); sys.exit(0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "False", proc.stdout
 
 
 # ---- properties: fast never disagrees with full --------------------------------------------

@@ -8,7 +8,8 @@ errors from the rules the chart also enforces at render time, from the schema or
 input, are non-empty exactly when the real `helm template` fails. So a clean check means
 helm renders, and what the chart refuses, check refuses. When helm renders, its roles,
 graces and drain deadlines are the model's. Policy-only errors (JH002, JH003,
-JH009 …: the chart renders those values, check refuses them) and warnings are aside.
+JH009 …: the chart renders those values, check refuses them) and warnings are aside. Keys of
+earlier releases (JH060) ride on the mutated examples, against a chart with deprecation entries.
 
 Seeded and bounded in `make test` (the "ci" profile), wider in `make fuzz`. Counter-examples
 the property shrank to are kept in fixtures/parity/ and replayed below."""
@@ -16,6 +17,7 @@ the property shrank to are kept in fixtures/parity/ and replayed below."""
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from generator import helm, lifecycle, model
 from generator.invariants import deployments_by_role, env_value, pod_spec, role_container
 from generator.values import load_values, merged
 from schema_values import schema_values
+from deprecation_support import chart_with_deprecations
 
 PARITY_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parity"
 # Rules the chart enforces itself (chart/templates/_checks.tpl): `chart: true` in chart/lifecycle.yaml.
@@ -136,3 +139,44 @@ def test_every_fixture_is_listed() -> None:
 def test_parity_fixture(name: str) -> None:
     for version, renders in EXPECTED[name].items():
         assert assert_parity(PARITY_FIXTURES / name, version) is renders, (name, version)
+
+
+@pytest.fixture(scope="module")
+def deprecated_chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The chart with two deprecation entries (deprecation_support: the real table is empty)."""
+    return chart_with_deprecations(tmp_path_factory.mktemp("deprecations"))
+
+
+@settings(max_examples=scaled(6), deadline=None)
+@given(lifecycle_mutations(), st.sets(st.sampled_from(["web", "job"])), st.booleans(),
+       st.sampled_from(PARITY_VERSIONS_OLD + PARITY_VERSIONS_NEW))
+def test_check_and_the_chart_name_the_same_old_keys(deprecated_chart: Path, case: tuple[str, dict[str, Any]],
+                                                    roles: set[str], legacy: bool, version: str) -> None:
+    """Keys of earlier releases (JH060) in otherwise mutated values: check refuses exactly when the
+    chart does, and when the chart's own checks run, both name the same old key paths."""
+    _, values = case
+    handlers = values.setdefault("handlers", {}) or {}
+    values["handlers"] = handlers
+    for role in sorted(roles):
+        handlers[role] = {**(handlers.get(role) or {}), "runtimeSeconds": 60}
+    if legacy:
+        values["legacyProbe"] = {"path": "/x"}
+    with tempfile.TemporaryDirectory(prefix="jh-parity-") as tmp:
+        path = Path(tmp) / "values.yaml"
+        path.write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
+        run = run_inprocess("check", "--chart", str(deprecated_chart), str(path), "--format", "json",
+                            "--kube-version", version)
+        assert_no_crash(run, timed=False)
+        found = json.loads(run.out)["findings"]
+        refusing = {f["rule"] for f in found if f["severity"] == "error"
+                    and (f["rule"] in CHART_RULES | {"JH060"} or f["rule"].startswith(("JHS", "JHY")))}
+        try:
+            helm.render_text([path], kube_version=version, chart=deprecated_chart)
+            helm_error = ""
+        except helm.HelmRenderError as exc:
+            helm_error = exc.message or "helm failed"
+        assert bool(refusing) == bool(helm_error), (refusing, helm_error[:600], path.read_text())
+        if helm_error and "values don't meet the specifications" not in helm_error:  # the templates ran
+            chart_paths = set(re.findall(r"jobhandlers: (\S+) was (?:renamed to \S+|removed) in chart", helm_error))
+            assert chart_paths == {f["path"] for f in found if f["rule"] == "JH060"}, helm_error[:600]
+            event(f"{len(chart_paths)} old keys")

@@ -3,6 +3,8 @@
 test only and removed after. With the policies on, the migration Job of an upgrade completes and
 the handlers reach the database through them, a pod without the release's labels cannot reach
 web's port (nor web the API server), and `helm test` passes; with them off, the same pod can.
+The job role launches (`launcher.enabled`, issue 37): its policy alone admits the API server's
+endpoint address (`networkPolicy.apiServer.to`), so the job pod reaches it and web does not.
 
 Our static ptp CNI masquerades pod traffic between nodes (ipMasq), so a pod on another node
 arrives from its node's IP: the probe pods share web's node, and the nodes' IPs are admitted as
@@ -155,13 +157,17 @@ def test_19_networkpolicy_enforced_live(scenario: Scenario, engine: str) -> None
     node = workers(sc.kube)[0]
     node_ips = [a.address for n in sc.kube.core.list_node().items for a in n.status.addresses if a.type == "InternalIP"]
     pin = {"nodeSelector": {"kubernetes.io/hostname": node}}
+    # the API server's endpoint (what a NetworkPolicy sees; the kubernetes Service IP is DNATed to it)
+    api = sc.kube.core.read_namespaced_endpoints("kubernetes", "default").subsets[0]
+    api_ip, api_port = api.addresses[0].ip, api.ports[0].port
     on = {"networkPolicy": {
               "enabled": True,
+              "apiServer": {"to": [{"ipBlock": {"cidr": f"{api_ip}/32"}}]},
               "database": {"to": [{"namespaceSelector": {"matchLabels": {
                   "kubernetes.io/metadata.name": sc.pg.namespace}}}]},
               # the CNI masquerades between nodes (see the module docstring)
               "ingress": {"from": [{"ipBlock": {"cidr": f"{ip}/32"}} for ip in node_ips]}},
-          "handlers": {"web": pin, "job": pin},
+          "handlers": {"web": pin, "job": {**pin, "launcher": {"enabled": True}}},
           "helmTest": {"requestCommand": ["python3", "-c", RETRYING_REQUEST]}}
     with p.phase("install with networkPolicy on (first install: the hook runs before the policies exist)"):
         sc.install(on).check("helm install")
@@ -185,14 +191,22 @@ def test_19_networkpolicy_enforced_live(scenario: Scenario, engine: str) -> None
         release_to_web = _connects(sc, job_pod, web_ip, 8080, container="job")
         web_to_db = _connects(sc, web_pod, sc.pg.host, 5432, container="web")
         web_to_api = _connects(sc, web_pod, "kubernetes.default.svc.cluster.local", 443, container="web")
+        web_to_api_endpoint = _connects(sc, web_pod, api_ip, api_port, container="web")
+        # the launching role: its own policy admits the endpoint (the engine may need a moment)
+        launcher_to_api = _settle(lambda: _connects(sc, job_pod, api_ip, api_port, container="job"), True)
+        launcher_to_api_service = _connects(sc, job_pod, "kubernetes.default.svc.cluster.local", 443, container="job")
     p.fact("stranger_to_web_on", False)
     p.fact("stranger_denied_after_s", denied_after)
     p.fact("job_to_web_on", release_to_web)
     p.fact("web_to_db_on", web_to_db)
     p.fact("web_to_apiserver_on", web_to_api)
+    p.fact("web_to_apiserver_endpoint_on", web_to_api_endpoint)
+    p.fact("launcher_to_apiserver_endpoint_after_s", launcher_to_api)
+    p.fact("launcher_to_apiserver_service_on", launcher_to_api_service)
     assert release_to_web, "the release's own job pod could not reach web through allowRelease"
     assert web_to_db, "web could not reach the database through networkPolicy.database.to"
     assert not web_to_api, "web reached the API server: egress is not restricted"
+    assert not web_to_api_endpoint, "web reached the API server's endpoint: apiServer egress leaked to a role that does not launch"
     with p.phase("helm test under the policies"):
         t = sc.helm.run(["test", sc.release, "-n", sc.namespace, "--logs", "--timeout", "120s"], timeout=240)
     p.fact("helm_test_rc", t.rc)

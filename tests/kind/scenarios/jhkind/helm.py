@@ -53,21 +53,26 @@ class Helm:
         return out
 
     def install(self, release: str, namespace: str, values_files: list[Path], timeout_s: int = 300,
-                wait: bool = True) -> HelmResult:
-        args = ["install", release, str(CHART), "-n", namespace, *self._values_args(values_files),
+                wait: bool = True, chart: Path = CHART) -> HelmResult:
+        args = ["install", release, str(chart), "-n", namespace, *self._values_args(values_files),
                 "--timeout", f"{timeout_s}s"]
         if wait:
             args.append("--wait")
         return self.run(args, timeout=timeout_s + 60)
 
-    def upgrade(self, release: str, namespace: str, values_files: list[Path], timeout_s: int = 300) -> HelmResult:
-        args = ["upgrade", release, str(CHART), "-n", namespace, *self._values_args(values_files),
+    def upgrade(self, release: str, namespace: str, values_files: list[Path], timeout_s: int = 300,
+                chart: Path = CHART) -> HelmResult:
+        args = ["upgrade", release, str(chart), "-n", namespace, *self._values_args(values_files),
                 "--wait", "--timeout", f"{timeout_s}s"]
         return self.run(args, timeout=timeout_s + 60)
 
     def status(self, release: str, namespace: str) -> dict:
         res = self.run(["status", release, "-n", namespace, "-o", "json"], timeout=60)
         return json.loads(res.stdout) if res.rc == 0 else {"error": res.stderr}
+
+    def manifest(self, release: str, namespace: str) -> str:
+        """`helm get manifest`: the release's current objects, hooks excluded."""
+        return self.run(["get", "manifest", release, "-n", namespace], timeout=60).check("helm get manifest").stdout
 
     def history(self, release: str, namespace: str) -> list[dict]:
         res = self.run(["history", release, "-n", namespace, "-o", "json"], timeout=60)

@@ -12,7 +12,7 @@ from typing import Any
 from .client import Client
 from .cluster import Kube, job_state, parse_time, pod_ready, restart_count
 from .diagnostics import dump_namespace
-from .helm import Helm, HelmResult, deep_merge, write_values
+from .helm import CHART, Helm, HelmResult, deep_merge, write_values
 from .jobs import JobsDb
 from .observe import Timeline, is_handler_pod
 from .postgres import Postgres
@@ -117,13 +117,14 @@ class Scenario:
         self._n += 1
         return write_values(self.workdir / f"values-{self._n}.yaml", values)
 
-    def install(self, *overrides: dict, timeout_s: int = 300, wait: bool = True) -> HelmResult:
+    def install(self, *overrides: dict, timeout_s: int = 300, wait: bool = True, chart: Path = CHART) -> HelmResult:
+        """helm install of `chart` (HEAD's by default, or an extracted release's)."""
         self.values = self.values_for(*overrides)
-        return self.helm.install(self.release, self.namespace, [self._values_file(self.values)], timeout_s, wait)
+        return self.helm.install(self.release, self.namespace, [self._values_file(self.values)], timeout_s, wait, chart)
 
-    def upgrade(self, *overrides: dict, timeout_s: int = 300) -> HelmResult:
+    def upgrade(self, *overrides: dict, timeout_s: int = 300, chart: Path = CHART) -> HelmResult:
         self.values = self.values_for(*overrides)
-        return self.helm.upgrade(self.release, self.namespace, [self._values_file(self.values)], timeout_s)
+        return self.helm.upgrade(self.release, self.namespace, [self._values_file(self.values)], timeout_s, chart)
 
     # ---- objects ----
     def deployments(self) -> dict[str, dict]:

@@ -1,0 +1,48 @@
+"""An earlier chart release on disk (tests/apiserver/releases.py extracts it from git by its
+tag or recorded commit) and what chart/lifecycle.yaml `upgrades:` declares for upgrading from it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from fnmatch import fnmatch
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+
+from .helm import ROOT
+
+LIFECYCLE = ROOT / "chart" / "lifecycle.yaml"
+
+
+def _releases_module() -> ModuleType:
+    """tests/apiserver/releases.py, loaded by path (tests/apiserver is no package)."""
+    name = "jh_apiserver_releases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "apiserver" / "releases.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def chart(version: str, dest: Path) -> Path:
+    """The chart directory of release `version`, extracted under `dest`."""
+    rel = _releases_module()
+    release = next((r for r in rel.releases() if r.version == version), None)
+    assert release is not None, f"release {version} is not in tests/apiserver/releases.yaml"
+    return rel.extract(release, dest) / "chart"
+
+
+def declared_recreations(version: str) -> list[dict]:
+    """lifecycle.yaml upgrades.<version>.recreated: {kind, name glob after `<fullname>-`, why}."""
+    data = yaml.safe_load(LIFECYCLE.read_text(encoding="utf-8"))
+    return list(((data.get("upgrades") or {}).get(version) or {}).get("recreated") or [])
+
+
+def is_declared(kind: str, name: str, fullname: str, declared: list[dict]) -> bool:
+    """Whether lifecycle.yaml declares that helm deletes and re-creates this object."""
+    short = name.removeprefix(f"{fullname}-")
+    return any(d["kind"] == kind and fnmatch(short, d["name"]) for d in declared)

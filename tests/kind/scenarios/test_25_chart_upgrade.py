@@ -1,0 +1,180 @@
+"""Upgrading the chart itself with jobs in flight (issue 35): 25a the released 0.2.0 chart to
+HEAD's; 25b a role's kind switched Deployment -> StatefulSet -> Deployment in one upgrade each
+(measured: both kinds run at once); 25c the documented two-step switch (replicas 0, then the
+kind): 0 lost, 0 overlap."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from jhkind import objects, released, switch
+from jhkind.cluster import job_state
+from jhkind.scenario import Scenario
+from jhkind.waits import wait_until
+
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(600)]
+
+FROM = "0.2.0"
+FULLNAME = "jh-jobhandlers"
+JOBS = 12
+JOB = {"replicas": 1, "env": [{"name": "WORKLOAD_POLL_SECONDS", "value": "0.5"},
+                              {"name": "WORKLOAD_LEASE_SECONDS", "value": "10"},
+                              {"name": "WORKLOAD_CONCURRENCY", "value": "4"}]}
+
+
+def _submit(sc: Scenario, seed: int) -> list[int]:
+    """JOBS sleep jobs of 10-20 s; returns once 4 of them run."""
+    rng = random.Random(seed)
+    ids = sc.client().submit([{"kind": "sleep", "duration": round(rng.uniform(10, 20), 1)} for _ in range(JOBS)])
+    wait_until(lambda: sc.db.states().get("running", 0) >= 4, 90, "4 jobs to be running")
+    return ids
+
+
+def _finish(sc: Scenario, ids: list[int], tag: str) -> dict:
+    """Wait for every job, record lost and run-twice counts, and require both to be 0."""
+    wait_until(lambda: sc.db.report(ids)["done"] == len(ids), 300, f"all {len(ids)} jobs to be done", interval=2,
+               describe=lambda: str(sc.db.report(ids)))
+    report = sc.db.report(ids)
+    sc.progress.fact(f"{tag}jobs_lost", report["lost"])
+    sc.progress.fact(f"{tag}jobs_run_twice", report["duplicate_completions"])
+    sc.progress.fact(f"{tag}jobs_reclaimed", report["reruns"])
+    assert report["lost"] == 0 and report["duplicate_completions"] == 0, report
+    return report
+
+
+def _templates(sc: Scenario) -> dict[str, dict]:
+    return {role: w["spec"]["template"] for role, w in sc.deployments().items()}
+
+
+def _migration_runs(sc: Scenario) -> dict[str, int]:
+    """Migration Job uid -> the pods it ran (every Job the timeline saw, deleted hooks included)."""
+    jobs = {ch.obj["metadata"]["uid"] for ch in sc.timeline.job_changes()
+            if (ch.obj["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "migration"}
+    runs = {uid: 0 for uid in jobs}
+    for pod in sc.timeline.last_pods().values():
+        for o in pod["metadata"].get("ownerReferences") or []:
+            if o.get("kind") == "Job" and o.get("uid") in runs:
+                runs[o["uid"]] += 1
+    return runs
+
+
+def test_25a_upgrade_from_release_with_jobs_in_flight(scenario: Scenario) -> None:
+    sc, p = scenario, scenario.progress
+    values = {"handlers": {"job": JOB}}
+    old_chart = released.chart(FROM, sc.workdir / f"release-{FROM}")
+    with p.phase(f"install the released {FROM} chart"):
+        sc.install(values, chart=old_chart).check(f"helm install {FROM}")
+        sc.wait_handlers_ready(120)
+    before = objects.uids(sc.kube, sc.helm, sc.release, sc.namespace)
+    templates = _templates(sc)
+    pods = {role: {pod["metadata"]["uid"] for pod in sc.handler_pods(role)} for role in templates}
+    with p.phase(f"submit {JOBS} jobs of 10-20 s"):
+        ids = _submit(sc, 25)
+    with p.phase(f"helm upgrade {FROM} -> HEAD, same values"):
+        res = sc.upgrade(values).check(f"helm upgrade {FROM} -> HEAD")
+        p.fact("helm_upgrade_seconds", round(res.seconds, 1))
+    with p.phase("all jobs finish"):
+        _finish(sc, ids, "")
+        sc.wait_handlers_ready(120)
+        in_flight = switch.in_flight_at_stop(sc.timeline, sc.db.attempts(ids), "job", "Deployment")
+        p.fact("jobs_in_flight_at_stop", in_flight)
+        assert in_flight > 0, "no job ran when the upgrade stopped the old job pod"
+
+    with p.phase("only declared objects re-created"):
+        change = objects.recreated(before, objects.uids(sc.kube, sc.helm, sc.release, sc.namespace))
+        p.fact("objects_changed", {k: [f"{kind}/{name}" for kind, name in v] for k, v in change.items()})
+        declared = released.declared_recreations(FROM)
+        undeclared = [key for keys in change.values() for key in keys
+                      if not released.is_declared(key[0], key[1], FULLNAME, declared)]
+        assert not undeclared, f"deleted/created/re-created, not declared in lifecycle.yaml upgrades.{FROM}: {undeclared}"
+
+    with p.phase("pods rolled exactly where the pod template changed"):
+        after = _templates(sc)
+        assert after.keys() == templates.keys(), (sorted(templates), sorted(after))
+        changed = {role: after[role] != templates[role] for role in templates}
+        live = {role: {pod["metadata"]["uid"] for pod in sc.handler_pods(role)} for role in templates}
+        rolled = {role: not (live[role] & pods[role]) for role in templates}
+        p.fact("template_changed", changed)
+        p.fact("rolled", rolled)
+        assert rolled == changed, f"rolled {rolled} but template changed {changed}"
+        restarts = sc.handler_restarts()
+        p.fact("restarts_total", sum(restarts.values()))
+        assert sum(restarts.values()) == 0, restarts
+
+    with p.phase("the migration ran once per release revision"):
+        revisions = len(sc.helm.history(sc.release, sc.namespace))
+        runs = _migration_runs(sc)
+        p.fact("helm_revisions", revisions)
+        p.fact("migration_jobs", len(runs))
+        p.fact("migration_pods", sum(runs.values()))
+        assert revisions == 2 and len(runs) == revisions and set(runs.values()) == {1}, (revisions, runs)
+        assert all(job_state(j) == "complete" for j in sc.migration_jobs()), [j.get("status") for j in sc.migration_jobs()]
+
+
+def _switch(sc: Scenario, kind: str, old_kind: str, tag: str, seed: int) -> dict:
+    """One upgrade that switches the job role to `kind` with jobs in flight; the measured window."""
+    p = sc.progress
+    ids = _submit(sc, seed)
+    t_up = time.time()
+    with p.phase(f"helm upgrade: job role {old_kind} -> {kind}"):
+        sc.upgrade({"handlers": {"job": {**JOB, "kind": kind}}}).check(f"helm upgrade to {kind}")
+        sc.wait_handlers_ready(180)
+        wait_until(lambda: not [pd for pd in sc.handler_pods("job", live_only=False)
+                                if switch.owner_kind(pd) == old_kind], 180, f"the {old_kind} pods to be gone")
+    with p.phase("all jobs finish"):
+        _finish(sc, ids, tag)
+    now = time.time()
+    old, new = switch.spans(sc.timeline, "job", old_kind, now), switch.spans(sc.timeline, "job", kind, now)
+    assert old and new, (old, new)
+    window_end = max(s for s, _ in new)
+    out = {"overlap": switch.overlap_seconds(old, new), "gap": switch.gap_seconds(old, new, t_up, window_end),
+           "in_flight": switch.in_flight_at_stop(sc.timeline, sc.db.attempts(ids), "job", old_kind)}
+    p.fact(f"{tag}jobs_in_flight_at_stop", out["in_flight"])
+    p.fact(f"{tag}overlap_s", out["overlap"])
+    p.fact(f"{tag}gap_s", out["gap"])
+    p.fact(f"{tag}switch_seconds", round(window_end - t_up, 1))
+    return out
+
+
+def test_25b_kind_switch_in_one_upgrade(scenario: Scenario) -> None:
+    sc, p = scenario, scenario.progress
+    with p.phase("install: job role a Deployment"):
+        sc.install({"handlers": {"job": JOB}}).check("helm install")
+        sc.wait_handlers_ready(120)
+    fwd = _switch(sc, "StatefulSet", "Deployment", "to_sts_", 251)
+    back = _switch(sc, "Deployment", "StatefulSet", "to_deploy_", 252)
+    assert fwd["in_flight"] > 0 and back["in_flight"] > 0, f"no job ran when the old pods were stopped: {fwd} {back}"
+    assert fwd["overlap"] > 0 and back["overlap"] > 0, \
+        f"a one-step switch never ran both kinds at once: {fwd} {back}"
+
+
+def test_25c_kind_switch_two_steps(scenario: Scenario) -> None:
+    sc, p = scenario, scenario.progress
+    with p.phase("install: job role a Deployment"):
+        sc.install({"handlers": {"job": JOB}}).check("helm install")
+        sc.wait_handlers_ready(120)
+    ids = _submit(sc, 253)
+    t_up = time.time()
+    with p.phase("step 1: helm upgrade, replicas 0 (the Deployment drains)"):
+        sc.upgrade({"handlers": {"job": {**JOB, "replicas": 0}}}).check("helm upgrade replicas 0")
+        wait_until(lambda: not sc.handler_pods("job", live_only=False), 180, "the job pods to be gone")
+    with p.phase("step 2: helm upgrade, kind StatefulSet"):
+        sc.upgrade({"handlers": {"job": {**JOB, "kind": "StatefulSet"}}}).check("helm upgrade to StatefulSet")
+        sc.wait_handlers_ready(180)
+    with p.phase("all jobs finish"):
+        _finish(sc, ids, "")
+    now = time.time()
+    old, new = switch.spans(sc.timeline, "job", "Deployment", now), switch.spans(sc.timeline, "job", "StatefulSet", now)
+    assert old and new, (old, new)
+    window_end = max(s for s, _ in new)
+    overlap = switch.overlap_seconds(old, new)
+    in_flight = switch.in_flight_at_stop(sc.timeline, sc.db.attempts(ids), "job", "Deployment")
+    p.fact("jobs_in_flight_at_stop", in_flight)
+    assert in_flight > 0, "no job ran when step 1 stopped the Deployment's pods"
+    p.fact("overlap_s", overlap)
+    p.fact("gap_s", switch.gap_seconds(old, new, t_up, window_end))
+    p.fact("switch_seconds", round(window_end - t_up, 1))
+    assert overlap == 0, f"the two-step switch ran both kinds at once for {overlap} s"

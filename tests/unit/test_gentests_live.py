@@ -1,0 +1,157 @@
+"""gen-tests --live: the job description's findings (file:line:col, key path, fix, exit 2,
+never a traceback), the generated suite's literals from the model, and the pieces of the
+suite that need no cluster (reading a job's state, the closing table)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from generator import model
+from generator.live import appjobs, generate, report, spec
+from generator.values import load_values, merged
+from unit_support import REPO, run_jh
+
+MINIMAL = REPO / "values-examples" / "minimal.yaml"
+JOBS = REPO / "values-examples" / "jobs" / "minimal.yaml"
+
+GOOD = """version: 1
+roles:
+  job:
+    submit: {in: job, command: [workload, submit, --duration, "{seconds}"], id: ids.0}
+    state: {in: web, command: [show, "{id}"], field: state, runs: attempts}
+"""
+
+
+def _gen(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_jh("gen-tests", "--live", *args)
+
+
+def test_generates_a_suite_with_the_models_numbers(tmp_path: Path) -> None:
+    proc = _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path), "--max-job-seconds", "30")
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "test_live_minimal.py").read_text()
+    ns: dict = {"__file__": str(tmp_path / "test_live_minimal.py")}
+    exec(compile(text, "gen", "exec"), ns)  # noqa: S102 - our own generated module
+    expect = ns["EXPECT"]
+    values = merged(load_values(MINIMAL).data)
+    for role in model.enabled_roles(values):
+        g = model.role_grace(values, role)
+        assert expect["roles"][role]["grace"] == g.effective
+        assert expect["roles"][role]["max_job_runtime"] == g.max_job_runtime
+        assert expect["roles"][role]["drain_deadline"] == g.drain_deadline
+    assert expect["max_job_seconds"] == 30 and list(expect["job_roles"]) == ["job"]
+    assert ns["VALUES"][0].resolve() == MINIMAL.resolve()
+    assert (tmp_path / "conftest.py").read_text().startswith(generate.HEADER_LIVE)
+    again = _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path), "--max-job-seconds", "30")
+    assert again.returncode == 0 and "0 file(s) changed" in again.stdout
+
+
+def test_generated_suite_collects(tmp_path: Path) -> None:
+    assert _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path)).returncode == 0
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("test_install", "test_rollout", "test_eviction", "test_waiting", "test_uninstall"):
+        assert name in proc.stdout
+
+
+@pytest.mark.parametrize(("text", "where", "rule"), [
+    (GOOD.replace("version: 1", "version: 2"), ":1:1: error JH065 [version]", "JH065"),
+    (GOOD.replace("field: state", "feld: state"), ":5:47: error JH065 [roles.job.state.feld] unknown key `feld`", "JH065"),
+    (GOOD.replace("in: job,", "in: jobs,"), ":4:14: error JH066 [roles.job.submit.in]", "JH066"),
+    (GOOD.replace("  job:", "  worker:"), ":3:3: error JH066 [roles.worker]", "JH066"),
+    (GOOD.replace('"{seconds}"', '"30"'), ":4:23: error JH067 [roles.job.submit.command]", "JH067"),
+    (GOOD.replace(", id: ids.0", ""), ":4:5: error JH067 [roles.job.submit]", "JH067"),
+    (GOOD.replace("id: ids.0", "idPattern: '(x'"), "error JH067 [roles.job.submit", "JH067"),
+    ("version: 1\nroles: [\n", ":3:1: error JHY001", "JHY001"),
+    ("version: 1\nversion: 1\n", "error JHY002", "JHY002"),
+])
+def test_job_description_findings(write, text: str, where: str, rule: str, tmp_path: Path) -> None:
+    jobs = write("jobs.yaml", text)
+    proc = _gen(str(MINIMAL), str(jobs), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{jobs}{where}" in proc.stderr if where.startswith(":") else where in proc.stderr, proc.stderr
+    assert "fix: " in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_description_names_the_default_path(tmp_path: Path) -> None:
+    proc = _gen(str(MINIMAL), "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "minimal.jobs.yaml: error JHY005 file not found" in proc.stderr
+    assert "give its path as JOBS" in proc.stderr
+
+
+def test_jobs_longer_than_max_runtime_warn_and_generate(write, tmp_path: Path) -> None:
+    jobs = write("jobs.yaml", GOOD.replace("  job:\n", "  job:\n    jobSeconds: 900\n"))
+    proc = _gen(str(MINIMAL), str(jobs), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning JH068 [roles.job.jobSeconds] jobs of 900 s are longer than handlers.job.maxJobRuntimeSeconds=300" \
+        in proc.stderr
+
+
+def test_foreign_conftest_is_kept(write, tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text("# mine\n")
+    proc = _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path))
+    assert proc.returncode == 2 and "JH069" in proc.stderr
+    assert (tmp_path / "conftest.py").read_text() == "# mine\n"
+
+
+@pytest.mark.parametrize("args", [[str(MINIMAL)], [str(MINIMAL), str(JOBS), str(JOBS), "--out", "x"],
+                                  [str(MINIMAL), "--out", "x", "--max-job-seconds", "0"]])
+def test_bad_arguments_exit_2(args: list[str]) -> None:
+    proc = _gen(*args)
+    assert proc.returncode == 2 and proc.stderr
+
+
+class _FakeKube:
+    """role_pods and exec of kube.Kube, answering from a table."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers, self.calls = answers, []
+
+    def role_pods(self, namespace, release, role):  # noqa: ANN001, ANN201
+        cond = SimpleNamespace(type="Ready", status="True")
+        return [SimpleNamespace(metadata=SimpleNamespace(name=f"{role}-0", deletion_timestamp=None),
+                                status=SimpleNamespace(conditions=[cond]))]
+
+    def exec(self, namespace, pod, container, argv, timeout):  # noqa: ANN001, ANN201
+        self.calls.append((pod, container, argv))
+        return 0, self.answers[argv[0]], ""
+
+
+def test_reading_jobs_through_the_description() -> None:
+    roles = {"w": {"submit": {"role": "web", "container": "web", "argv": ["sub", "{seconds}", '{"k": 1}'],
+                              "id_path": "", "id_pattern": r"id=(\w+)", "timeout": 5},
+                   "state": {"role": "web", "container": "web", "argv": ["get", "{id}"], "state_path": "r.status",
+                             "runs_path": "r.n", "states": {"done": ["SUCCESS"], "running": ["STARTED"]},
+                             "timeout": 5}}}
+    kube = _FakeKube({"sub": "queued id=ab12\n", "get": json.dumps({"r": {"status": "SUCCESS", "n": 2}})})
+    jobs = appjobs.AppJobs(kube, "ns", "rel", roles)  # type: ignore[arg-type]
+    assert jobs.submit("w", 30) == "ab12"
+    assert kube.calls[0] == ("web-0", "web", ["sub", "30", '{"k": 1}'])
+    assert jobs.read("w", "ab12") == appjobs.JobState("done", "SUCCESS", 2)
+
+
+def test_report_table_and_json(tmp_path: Path) -> None:
+    r = report.Results()
+    r.record("install", helm_install_seconds=41.2, restarts=0)
+    r.outcome("install", True)
+    r.record("rollout", job_exit_max_seconds=33.0)
+    r.outcome("rollout", False)
+    table = r.table()
+    assert "install    passed  helm_install_seconds=41.2  restarts=0" in table
+    assert "rollout    FAILED  job_exit_max_seconds=33" in table
+    r.write_json(tmp_path / "r.json", {"namespace": "x"})
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["version"] == 1 and doc["tests"]["rollout"]["passed"] is False
+
+
+def test_default_description_path() -> None:
+    assert spec.default_path(Path("deploy/prod.yaml")) == Path("deploy/prod.jobs.yaml")
