@@ -46,7 +46,11 @@ def install(kind: str, artifact: Path, venv: Path, *extra: str) -> Path:
     proc = run([base, "-m", "venv", "--without-pip", venv], cwd=venv)
     assert proc.returncode == 0, proc.stderr
     # pip from the test venv installs into the fresh one (--python): no ensurepip, same result.
-    proc = run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q",
-                "--disable-pip-version-check", "--no-input", artifact, *extra], cwd=venv, env=clean_env())
+    # --no-compile: the runtime dependencies include the kubernetes client (check --server) since
+    # stop 32, thousands of modules to byte-compile; four such installs at once took over 300 s
+    # beside the kind scenarios. The tool imports it only for --server.
+    proc = run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-compile",
+                "--disable-pip-version-check", "--no-input", artifact, *extra], cwd=venv, env=clean_env(),
+               timeout=540)
     assert proc.returncode == 0, f"pip install {artifact.name} ({kind}) failed:\n{proc.stdout}\n{proc.stderr}"
     return venv / "bin"
