@@ -35,13 +35,13 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "kind-postgres": (60, "check"),      # 4 s
     "kind-up-nodes": (90, "check"),      # the node scenarios' cluster, beside the first's scenarios
     "kind-postgres-nodes": (60, "check"),
-    "test-cpu": (750, "check"),          # 649 s (niced, beside the scenarios)
-    "test-kind-main": (2100, "check"),   # 1611 s in stop 30; stop 32 adds 22e, 24a-d, 25a-c, 16f, 22d
-    "test-kind-nodes": (1050, "check"),  # 555-610 s before 22c; 22c alone 269-398 s (its own Galaxy install 123-200 s)
-    "test-wait": (300, "check"),         # 205 s
+    "test-cpu": (1200, "check"),         # stop 32: 1435 s niced, the whole time beside both scenario passes
+    "test-kind-main": (2700, "check"),   # stop 32 rehearsal: see docs/ci-times.md (adds 22e, 24a-d, 25a-c, 16f, 22d)
+    "test-kind-nodes": (1500, "check"),  # stop 32: 1504 s with 22c, on its own cluster beside the main pass
+    "test-wait": (700, "check"),         # stop 32: 791 s beside both scenario passes (205 s beside the node pass alone)
     "kind-down": (90, "check"),          # 35 s
     "kind-down-nodes": (90, "check"),    # at the same time as kind-down
-    "total": (2700, "report"),           # 2477 s warm; cold ≈ 69 min; CI limit 90 min
+    "total": (3300, "report"),           # stop 32 rehearsal ≈ 53 min warm; the goal is 30 (issue 32); CI limit 90 min
 }
 SCENARIO_BUDGET = 300  # s, one scenario (stop 30 cold: the slowest, 16d, 259 s)
 
