@@ -57,6 +57,18 @@ def glob_match(pattern: str, text: str) -> bool:
     return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), text) is not None
 
 
+def recreations(version: str) -> list[dict[str, Any]]:
+    """`upgrades.<version>.recreated`: the objects helm deletes and creates on the upgrade from
+    `version` ({kind, name: a glob over the name after `<fullname>-`, why})."""
+    return list(((data().get("upgrades") or {}).get(version) or {}).get("recreated") or [])
+
+
+def recreation_declared(kind: str, short_name: str, declared: list[dict[str, Any]]) -> bool:
+    """Whether `declared` (`recreations(version)`) names this object; `short_name` is its name
+    after `<fullname>-`."""
+    return any(d["kind"] == kind and glob_match(d["name"], short_name) for d in declared)
+
+
 def _after(since: str, from_version: str | None) -> bool:
     return from_version is None or version_key(since) > version_key(from_version)
 

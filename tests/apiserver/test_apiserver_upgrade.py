@@ -138,7 +138,7 @@ def test_upgrade_with_the_same_values(upgraded: Callable[..., Upgrade], release:
 
     def allowed(short: str) -> bool:
         kind, _, rest = short.partition("/")
-        return any(r["kind"] == kind and upgrades.glob_match(r["name"], rest) for r in entry["recreated"])
+        return upgrades.recreation_declared(kind, rest, entry["recreated"])
     assert all(map(allowed, gone | new)), f"{name}: deleted {sorted(gone)}, created {sorted(new)}, undeclared"
     assert len(gone) == len(new), f"{name}: deleted {sorted(gone)} but created {sorted(new)}"
     assert not _same_objects(up.installed, up.same_values)
@@ -178,7 +178,7 @@ def test_every_declaration_is_still_needed(upgraded: Callable[..., Upgrade]) -> 
             assert any(upgrades.glob_match(g, p) for g in roll["paths"] for p in paths), roll
         shorts = {_short(up.fullname, k) for up in ups.values() for k in up.installed.keys() ^ up.same_values.keys()}
         for r in entry["recreated"]:
-            assert any(s.startswith(r["kind"] + "/") and upgrades.glob_match(r["name"], s.partition("/")[2])
+            assert any(upgrades.recreation_declared(s.partition("/")[0], s.partition("/")[2], [r])
                        for s in shorts), r
         assert set(entry.get("examples") or {}) <= set(ups)
 

@@ -1,19 +1,17 @@
 """An earlier chart release on disk (tests/apiserver/releases.py extracts it from git by its
-tag or recorded commit) and what chart/lifecycle.yaml `upgrades:` declares for upgrading from it."""
+tag or recorded commit) and what chart/lifecycle.yaml `upgrades:` declares for upgrading from it
+(read and matched by the tool's own `jobhandlers.upgrades`, as the server-side upgrade test does)."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
-from fnmatch import fnmatch
 from pathlib import Path
 from types import ModuleType
 
-import yaml
+from jobhandlers import upgrades
 
 from .helm import ROOT
-
-LIFECYCLE = ROOT / "chart" / "lifecycle.yaml"
 
 
 def _releases_module() -> ModuleType:
@@ -38,11 +36,9 @@ def chart(version: str, dest: Path) -> Path:
 
 def declared_recreations(version: str) -> list[dict]:
     """lifecycle.yaml upgrades.<version>.recreated: {kind, name glob after `<fullname>-`, why}."""
-    data = yaml.safe_load(LIFECYCLE.read_text(encoding="utf-8"))
-    return list(((data.get("upgrades") or {}).get(version) or {}).get("recreated") or [])
+    return upgrades.recreations(version)
 
 
 def is_declared(kind: str, name: str, fullname: str, declared: list[dict]) -> bool:
     """Whether lifecycle.yaml declares that helm deletes and re-creates this object."""
-    short = name.removeprefix(f"{fullname}-")
-    return any(d["kind"] == kind and fnmatch(short, d["name"]) for d in declared)
+    return upgrades.recreation_declared(kind, name.removeprefix(f"{fullname}-"), declared)
