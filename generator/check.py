@@ -71,7 +71,7 @@ def _key_paths(node: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[
             yield from _key_paths(v, prefix + (i,))
 
 
-def _guess_position(vf: ValuesFile, message: str, obj_path: list[str | int]) -> tuple[int, int, str]:
+def guess_position(vf: ValuesFile, message: str, obj_path: list[str | int]) -> tuple[int, int, str]:
     """Where in the values file a rendered object's error most likely comes from: the key
     the error names (an unexpected field, or the last key of its path) when the file has
     exactly one key of that name; else the top of the file."""
@@ -117,7 +117,7 @@ def check_rendered(vf: ValuesFile, path: Path, kube_version: str) -> list[Findin
         except kubernetes_validate.ValidationError as exc:
             obj_path = list(getattr(exc, "absolute_path", []))
             where = dotted(obj_path)
-            line, col, vpath = _guess_position(vf, exc.message, obj_path)
+            line, col, vpath = guess_position(vf, exc.message, obj_path)
             findings.append(Finding(vf.path, line, col, "JHR002", ERROR, RENDER, vpath,
                                     f"{_obj_name(obj)} invalid for Kubernetes {kube_version} at "
                                     f"{where or '(root)'}: {exc.message}",

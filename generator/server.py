@@ -190,7 +190,7 @@ def check_server(vf: Any, path: str, kube_version: str, target: Target) -> list[
     finding points at the values key the server's field most likely comes from."""
     from pathlib import Path
 
-    from .check import _guess_position, render_objects
+    from .check import guess_position, render_objects
 
     objects, failed = render_objects(vf, Path(path), kube_version)
     if failed:
@@ -199,7 +199,7 @@ def check_server(vf: Any, path: str, kube_version: str, target: Target) -> list[
     for f in dry_run(objects, target, vf.path):
         m = re.search(r" at (\S+): ", f.message)
         if m:
-            line, col, vpath = _guess_position(vf, f.message, _field_parts(m.group(1)))
+            line, col, vpath = guess_position(vf, f.message, _field_parts(m.group(1)))
             f = f._replace(line=line, col=col, path=vpath)
         out.append(f)
     return out
