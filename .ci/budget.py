@@ -35,7 +35,7 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "kind-postgres": (60, "check"),      # 4 s
     "kind-up-nodes": (90, "check"),      # the node scenarios' cluster, beside the first's scenarios
     "kind-postgres-nodes": (60, "check"),
-    "test-cpu": (1200, "check"),         # stop 32: 1435 s niced, the whole time beside both scenario passes
+    "test-cpu": (1500, "check"),         # stop 32: 1435 s niced beside both scenario passes (rehearsal), 2054 s in CI with 2 Galaxy reruns beside it
     "test-kind-main": (2700, "check"),   # stop 32 rehearsal: see docs/ci-times.md (adds 22e, 24a-d, 25a-c, 16f, 22d)
     "test-kind-nodes": (1500, "check"),  # stop 32: 1504 s with 22c, on its own cluster beside the main pass
     "test-wait": (700, "check"),         # stop 32: 791 s beside both scenario passes (205 s beside the node pass alone)

@@ -41,14 +41,31 @@ fi
 
 kubectl() { "$kind_dir/scripts/kubectl.sh" --kubeconfig "$kubeconfig" "$@"; }
 
-if "$KIND" get clusters 2>/dev/null | grep -qx "$name" && \
+# Whether the cluster's control-plane container exists. Asked of docker by label, not parsed from
+# `kind get clusters`: that listing came back without this cluster once while another cluster was
+# being created beside it (.ci/run: the node scenarios' cluster), and kind-up then tried to
+# create a cluster that existed ("node(s) already exist"). Three tries on a docker error.
+cluster_exists() {
+  local out i
+  for i in 1 2 3; do
+    if out=$(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" \
+                              --filter "label=io.x-k8s.kind.role=control-plane"); then
+      [[ -n $out ]]
+      return
+    fi
+    sleep 2
+  done
+  die "docker ps failed three times: cannot tell whether cluster $name exists"
+}
+
+if cluster_exists && \
    [[ -n $(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" --filter status=exited --filter status=created) ]]; then
   log "cluster $name has stopped nodes (dockerd or host restarted?): recreating it"
   "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
   rm -f "$kubeconfig.delete"
 fi
 
-if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
+if cluster_exists; then
   have=$(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" --filter "label=io.x-k8s.kind.role=worker" | wc -l)
   if [[ $have -ne $workers ]]; then
     log "cluster $name has $have workers, KIND_WORKERS=$workers: recreating it"
@@ -69,7 +86,7 @@ ip_mismatch() {
   done
 }
 
-if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
+if cluster_exists; then
   "$KIND" get kubeconfig --name "$name" > "$kubeconfig.tmp" && mv "$kubeconfig.tmp" "$kubeconfig"
   deadline=$((SECONDS + 90))
   # a just-restarted node's kubelet reports its new IP within seconds
@@ -81,7 +98,7 @@ if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
   fi
 fi
 
-if "$KIND" get clusters 2>/dev/null | grep -qx "$name"; then
+if cluster_exists; then
   log "cluster $name exists"
   docker exec "$name-control-plane" test -d "$shared_mount" || \
     log "warning: cluster $name has no $shared_mount (created before its extraMounts): the scenarios that share a ReadWriteMany volume fail (make kind-down kind-up)"

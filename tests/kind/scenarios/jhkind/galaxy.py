@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from .client import Client
-from .cluster import Kube, parse_time
+from .cluster import Kube, condition, parse_time
 from .helm import ROOT, HelmResult, deep_merge
 from .scenario import WORKLOAD_IMAGE, Scenario
 from .waits import wait_until
@@ -233,3 +233,27 @@ def job_pod(sc: Scenario, job: dict) -> str:
 def _phase(kube: Kube, namespace: str, name: str) -> str | None:
     pod = kube.pod(namespace, name)
     return (pod.get("status") or {}).get("phase") if pod else None
+
+
+def role_of(pod: dict) -> str:
+    """The handler role of a chart pod (its app container has the role's name)."""
+    return pod["metadata"]["labels"]["app.kubernetes.io/component"]
+
+
+def app_image(pod: dict) -> str:
+    """The image of the pod's app container."""
+    return next(c["image"] for c in pod["spec"]["containers"] if c["name"] == role_of(pod))
+
+
+def ready_at(pod: dict) -> float | None:
+    """When the pod last became Ready, or None while it is not."""
+    cond = condition(pod, "Ready")
+    return parse_time(cond.get("lastTransitionTime")) if cond and cond.get("status") == "True" else None
+
+
+def started_at(pod: dict, container: str) -> float | None:
+    """When the container's current run started, or None while it does not run."""
+    for st in (pod.get("status") or {}).get("containerStatuses") or []:
+        if st["name"] == container:
+            return parse_time(((st.get("state") or {}).get("running") or {}).get("startedAt"))
+    return None
