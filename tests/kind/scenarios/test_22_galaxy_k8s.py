@@ -9,11 +9,12 @@ job costs on this runner (16f: on the local runner); 22e an upgrade from Galaxy 
 Kubernetes Jobs in flight (an install of its own). The local runner's loss on the same rollout
 is 16c's.
 
-22a, 22b and 22d share one install (jhkind.galaxy_k8s.open_install: one Galaxy costs minutes of
-a 2-core machine; each checks what it needs first, so any of them also runs alone) and one
-xdist group. 22c runs in the node pass (`-m nodes`, a pytest run of its own, after the
-others): the same module fixture makes a fresh install there, since the main pass's is gone
-by then and a drain cannot run beside the other scenarios. Jobs are the jh_sleep tool
+22a, 22b, 22c and 22d share one install (jhkind.galaxy_k8s.open_install: one Galaxy costs minutes
+of a 2-core machine; each checks what it needs first, so any of them also runs alone). 22c
+drains a node, so it runs in the node pass (`-m nodes`: alone, on .ci/run's second cluster);
+since stop 33 the other three run there too (marked `nodes` for that reason only), so one
+Galaxy install serves all four instead of one in each pass (≈ 200 CPU-s and 6 min of a
+worker less per run). Jobs are the jh_sleep tool
 (>= 60 s, writes `slept N`): each must end `ok` with that output, with exactly one Kubernetes
 Job and one pod, never restarted."""
 
@@ -43,6 +44,8 @@ from jhkind.waits import wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
 SHARED = pytest.mark.xdist_group("galaxy-k8s")
+# In the node pass with 22c, whose drain needs it: the four share its Galaxy install there.
+NODE_PASS = pytest.mark.nodes
 
 @pytest.fixture(scope="module")
 def galaxy_k8s(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
@@ -145,6 +148,7 @@ def _check_jobs(sc: Scenario, watch: JobWatch, ids: set[int], durations: list[in
 
 
 @SHARED
+@NODE_PASS
 def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s: Shared) -> None:
     """Rollout restart of the job StatefulSet while 4 sleep jobs run as Kubernetes Jobs (70 s:
     they end during the rollout, some while their handler is away; 240 s: they outlive it). The
@@ -189,6 +193,7 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
 
 
 @SHARED
+@NODE_PASS
 def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) -> None:
     """Force-delete (grace 0: SIGKILL, no shutdown code runs) a job handler while its jobs run
     as Kubernetes Jobs, and hold it away (the StatefulSet scaled below its ordinal: a node
@@ -252,7 +257,7 @@ def _job_pods_on(watch: JobWatch, node: str) -> list[str]:
 
 
 @SHARED
-@pytest.mark.nodes
+@NODE_PASS
 def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared) -> None:
     """`kubectl drain` (eviction API, the roles' PDBs) of the worker that runs a job handler,
     while that handler's jobs run as Kubernetes Jobs on the other worker (the node is cordoned
@@ -261,8 +266,8 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
     where it adopts its Jobs (KubernetesJobRunner.recover, "k8s trying to recover job") and
     collects them: every job `ok` with its output, one Kubernetes Job and one pod each, 0
     container restarts, one process per handler name at every moment. A node scenario: it
-    cordons and drains, so it runs alone (its own install: the node pass is a pytest run of
-    its own)."""
+    cordons and drains, so it runs alone, in the node pass, on the install it shares there with
+    22a, 22b and 22d."""
     sc, p, watch = shared, shared.progress, gk.job_watch(galaxy_k8s)
     workers = nodes.workers(sc.kube)
     assert len(workers) >= 2, f"the drain needs 2 workers (make kind-up KIND_WORKERS=2), have {workers}"
@@ -347,6 +352,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
 
 
 @SHARED
+@NODE_PASS
 def test_22d_galaxy_k8s_job_cost(shared: Scenario, galaxy_k8s: Shared) -> None:
     """What a job costs on the Kubernetes runner, on an undisturbed install (16f is the local
     runner's): 3 jh_sleep jobs of 20 s; per job queued -> running, queued -> the tool's first
