@@ -68,7 +68,9 @@ KIND_PART ?=
 # KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
 # (.ci/run runs both passes at once, on two clusters, and removes it before)
 KIND_KEEP_RESULTS ?=
-KIND_PYTEST = KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0
+# COLUMNS: pytest cuts each short-summary line (FAILED/RERUN ... - the assertion) to the terminal's
+# width, 80 in CI's log; 400 keeps the reason of a failed scenario in the lines .ci/run prints.
+KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0
 test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
 ifneq ($(KIND_PART),nodes)

@@ -8,6 +8,7 @@ galaxy-helm's layout expressed in our values (one Deployment per handler identit
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -103,11 +104,14 @@ def client(sc: Scenario) -> Client:
 
 
 def submit_sleep_jobs(sc: Scenario, durations: list[int], user: str = "jh") -> list[str]:
-    """A user named `user` (made with the bootstrap admin key: one name per call in an install),
-    a history, one run of the jh_sleep tool per duration: Galaxy's encoded job ids."""
+    """A new user named `user`-<random> (made with the bootstrap admin key), a history, one run
+    of the jh_sleep tool per duration: Galaxy's encoded job ids. The suffix keeps every call's
+    user new in a shared install: a rerun of a test (pytest-rerunfailures) submits again, and
+    Galaxy refuses a username that exists (reruns of 16c and 22a failed on that in stop 32's CI)."""
     c = client(sc)
+    name = f"{user}-{secrets.token_hex(3)}"
     res = sc.kube.exec(sc.namespace, c.name, ["python3", "-c", SUBMIT, c.web_base, BOOTSTRAP_KEY, json.dumps(durations),
-                                              user],
+                                              name],
                        container="client", timeout=600)
     assert res.rc == 0, f"submitting {len(durations)} Galaxy jobs failed (exit {res.rc}): {res.stderr.strip()[-2000:]}"
     ids = json.loads(res.stdout.strip().splitlines()[-1])
