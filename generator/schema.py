@@ -12,9 +12,10 @@ from typing import Any, Iterable
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from .findings import ERROR, INPUT, SCHEMA, Finding, dotted
 from . import charts
-from .values import ValuesFile, merged
+from .findings import ERROR, INPUT, SCHEMA, Finding, dotted
+from .values.file import ValuesFile
+from .values.merge import merged
 
 SCHEMA_FILE = charts.DEFAULT_DIR / "values.schema.json"  # the shipped chart's; validate() uses the active chart's
 
