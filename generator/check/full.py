@@ -13,6 +13,7 @@ from ..platforms import Platform
 from ..rules import check as check_rules
 from ..schema import validate as check_schema
 from ..values.full import load_values
+from ..values.merge import merged
 
 
 def check_file(path: str | Path, kube_version: str, render: bool = False,
@@ -24,9 +25,10 @@ def check_file(path: str | Path, kube_version: str, render: bool = False,
     vf = load_values(path)
     if not vf.ok:
         return vf.findings
+    values = merged(vf.data)  # once: the schema and the rules read the same merge
     findings = upgrades.deprecated(vf, from_version)
-    findings += check_schema(vf)
-    findings += check_rules(vf, kube_version, platforms)
+    findings += check_schema(vf, values=values)
+    findings += check_rules(vf, kube_version, platforms, values)
     if render and not any(f.severity == ERROR for f in findings):
         from .rendered import check_rendered
         findings += check_rendered(vf, Path(path), kube_version)
