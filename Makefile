@@ -139,7 +139,7 @@ deps: ## install the system packages the tests need (PostgreSQL server, redis-se
 render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache, the schema's lists and docs/rules.md from chart/lifecycle.yaml)
 	$(PY) -m generator.lifecycle
 	$(PY) -m generator.refdocs
-	$(PY) -m generator.precompute
+	$(PY) -m generator.charts.precompute
 	$(JH) render
 
 .PHONY: check
@@ -174,7 +174,7 @@ ifneq ($(TEST_PART),wait)
 	$(JH) render --check
 	$(PY) -m generator.lifecycle --check
 	$(PY) -m generator.refdocs --check
-	$(PY) -m generator.precompute --check
+	$(PY) -m generator.charts.precompute --check
 	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check
 	$(JH) check values-examples/*.yaml

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator import helm  # noqa: E402
+from generator.render import helm  # noqa: E402
 
 N_FILES = 500
 N_LINT_SAMPLE = 20

@@ -14,7 +14,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator import helm, model  # noqa: E402
+from generator import model  # noqa: E402
+from generator.render import helm  # noqa: E402
 
 JH = REPO / ".venv" / "bin" / "jobhandlers"
 

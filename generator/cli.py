@@ -130,7 +130,7 @@ def _platform_names() -> list[str]:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """jobhandlers check."""
-    from .check import check_files
+    from .check.full import check_files
     from .findings import exit_code, render_findings
 
     from . import upgrades
@@ -142,7 +142,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     server, unusable = None, ()
     if args.server:
-        from .server import ServerUnusable, Target
+        from .check.server import ServerUnusable, Target
         server, unusable = Target(args.kubeconfig, args.context, args.namespace), (ServerUnusable,)
     elif args.kubeconfig or args.context or args.namespace:
         print("jobhandlers check: --kubeconfig, --context and --namespace need --server", file=sys.stderr)
@@ -164,7 +164,8 @@ def cmd_grace(args: argparse.Namespace) -> int:
     from .findings import exit_code, render_findings
     from .grace import report
     from .schema import validate
-    from .values import load_values, merged
+    from .values.full import load_values
+    from .values.merge import merged
 
     vf = load_values(args.values)
     problems = vf.findings or validate(vf)
@@ -178,8 +179,8 @@ def cmd_grace(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     """jobhandlers render."""
-    from . import helm
-    from . import render as rmod
+    from .render import helm
+    from .render import matrix as rmod
 
     if args.jobs < 1:
         print("jobhandlers render: --jobs must be >= 1", file=sys.stderr)
@@ -220,7 +221,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_gen_tests(args: argparse.Namespace) -> int:
     """jobhandlers gen-tests."""
-    from . import gentests, helm
+    from . import gentests
+    from .render import helm
 
     if args.live:
         return _gen_live(args)

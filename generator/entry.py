@@ -1,4 +1,4 @@
-"""The `jobhandlers` console script: `check` on clean files answers from fastcheck.py
+"""The `jobhandlers` console script: `check` on clean files answers from check/fast.py
 (no argparse, ruamel or jsonschema import); everything else is the full CLI (cli.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["check"]:
-        from .fastcheck import run
+        from .check.fast import run
 
         try:
             code = run(args[1:])

@@ -6,7 +6,7 @@ import re
 from collections import namedtuple
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Iterable
 
 # Categories, in decreasing order of how unusable the input is.

@@ -17,10 +17,12 @@ from typing import Any, Sequence
 
 import jinja2
 
-from . import atomic, charts, helm, model
+from . import atomic, charts, model
 from .findings import exit_code
 from .schema import validate as check_schema
-from .values import load_values, merged
+from .render import helm
+from .values.full import load_values
+from .values.merge import merged
 
 # Installed (no checkout): tests/generated/ in the current directory.
 GENERATED_DIR = helm.REPO_ROOT / "tests" / "generated" if charts.IN_CHECKOUT else Path("tests/generated")

@@ -8,7 +8,8 @@ import os
 
 import yaml
 
-from . import chartcache, charts
+from . import charts
+from .charts import cache as chartcache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ FILE_NAME = "lifecycle.yaml"
 
 def _load() -> dict[str, Any]:
     """The data file of the chart the tool ships with (parsed once, at import; taken from
-    `_chartcache` when that was built from this chart: no YAML parse at start-up)."""
+    charts/_cache.py when that was built from this chart: no YAML parse at start-up)."""
     cache = chartcache.load(charts.DEFAULT_PATH)
     if cache is not None:  # its key covers lifecycle.yaml, so a matching cache has LIFECYCLE
         return cache.LIFECYCLE

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from . import lifecycle as _lc
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Any
 
 # Versions, gates, kinds and fallbacks come from chart/lifecycle.yaml (generator/lifecycle.py),

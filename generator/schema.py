@@ -7,14 +7,16 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Mapping
 
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from .findings import ERROR, INPUT, SCHEMA, Finding, dotted
 from . import charts
-from .values import ValuesFile, merged
+from .charts import cache as chartcache
+from .findings import ERROR, INPUT, SCHEMA, Finding, dotted
+from .values.file import ValuesFile
+from .values.merge import merged
 
 SCHEMA_FILE = charts.DEFAULT_DIR / "values.schema.json"  # the shipped chart's; validate() uses the active chart's
 
@@ -141,10 +143,35 @@ def _expand(err: ValidationError) -> list[ValidationError]:
     return [err]
 
 
-def validate(vf: ValuesFile, schema_file: Path | None = None) -> list[Finding]:
+@lru_cache(maxsize=4)
+def _compiled(chart_dir: Path) -> Any:
+    """The precomputed module (charts/_cache.py) when it was built from `chart_dir`, else None."""
+    return chartcache.load(chart_dir)
+
+
+def _passes_compiled(chart_dir: Path, data: Mapping[str, Any]) -> bool:
+    """True when the compiled schema (the fast path's) accepts the merged values: jsonschema,
+    which finds and places every error, would find none (tests/unit/test_fastcheck.py holds the
+    two verdicts equal). False when it refuses them, or is not built from this chart."""
+    cache = _compiled(chart_dir)
+    if cache is None:
+        return False
+    try:
+        cache.validate(data)
+    except Exception:  # noqa: BLE001 - refused (JsonSchemaValueException) or unsure: jsonschema decides
+        return False
+    return True
+
+
+def validate(vf: ValuesFile, schema_file: Path | None = None,
+             values: Mapping[str, Any] | None = None) -> list[Finding]:
     """Schema findings for one loaded values file, validated after merging over the chart
-    defaults (like helm). Each points at the deepest part of the key path in the file.
-    Default schema: the active chart's (`charts.active()`, i.e. --chart or the shipped one)."""
+    defaults (like helm; `values`: that merge, when the caller has it). Each points at the
+    deepest part of the key path in the file. Default schema: the active chart's
+    (`charts.active()`, i.e. --chart or the shipped one)."""
+    data = merged(vf.data) if values is None else values
+    if schema_file is None and _passes_compiled(charts.active(), data):
+        return []
     schema_file = schema_file or charts.active() / "values.schema.json"
     try:
         validator = load_validator(schema_file)
@@ -152,7 +179,6 @@ def validate(vf: ValuesFile, schema_file: Path | None = None) -> list[Finding]:
         return [Finding(str(schema_file), 0, 0, "JHS002", ERROR, INPUT, "", f"chart schema unusable: {exc}",
                         "restore chart/values.schema.json")]
     findings: list[Finding] = []
-    data = merged(vf.data)
     errors = [leaf for err in validator.iter_errors(data) for leaf in _expand(err)]
     for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
         path = list(err.absolute_path)

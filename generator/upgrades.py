@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from .values import ValuesFile
+    from .values.file import ValuesFile
 
 RULE_ID = "JH060"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator import helm
+from generator.render import helm
 
 
 def pytest_report_header() -> list[str]:

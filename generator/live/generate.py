@@ -14,7 +14,8 @@ from .. import atomic, model
 from ..findings import Finding, exit_code
 from ..gentests import HEADER, _env
 from ..schema import validate as check_schema
-from ..values import load_values, merged
+from ..values.full import load_values
+from ..values.merge import merged
 from . import spec
 
 CONFTEST = "conftest.py"

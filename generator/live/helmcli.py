@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .. import helm as helm_mod
+from ..render import helm as helm_mod
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ import jsonschema
 from .. import model
 from ..findings import ERROR, INPUT, WARNING, Finding, dotted
 from ..schema import _expand, _extra_keys, _fix_for
-from ..values import ValuesFile, load_values
+from ..values.file import ValuesFile
+from ..values.full import load_values
 
 SCHEMA_FILE = Path(__file__).with_name("jobs.schema.json")
 STATES = ("queued", "running", "done", "failed")

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Any, Callable, Iterable, Sequence
 
-    from ..values import ValuesFile
+    from ..values.file import ValuesFile
 
 from .. import lifecycle as _lc, platforms as plat
 from ..findings import POLICY, Finding
@@ -98,7 +98,7 @@ def check(vf: ValuesFile, kube_version: str, platforms: Sequence[tuple[plat.Plat
     """Run every rule on a loaded values file, merged over the chart defaults (or `values`:
     the merged values when the caller has them)."""
     if values is None:
-        from ..values import merged
+        from ..values.merge import merged
         values = merged(vf.data)
     ctx = Context(values=values, user=vf.data, kube_version=kube_version, platforms=tuple(platforms))
     findings: list[Finding] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Iterator
 
 from .. import model

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Any, Iterator
 
 from .. import model

@@ -8,7 +8,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (fastcheck.py)
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Any, Iterator
 
 from .base import Context, Hit, KeyPath

@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 
 from kubeapi import ApiServer
 

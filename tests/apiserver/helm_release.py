@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator import helm
+from generator.render import helm
 
 from kubeapi import ApiServer
 

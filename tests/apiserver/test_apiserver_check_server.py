@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from generator import helm, server
+from generator.render import helm
+from generator.check import server
 from kubeapi import ApiServer, MINOR, free_port
 
 ROOT = Path(__file__).resolve().parents[2]

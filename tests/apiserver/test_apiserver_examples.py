@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import helm
+from generator.render import helm
 from kubeapi import ApiServer, MINOR
 from api_oracle import dry_run
 

@@ -22,7 +22,8 @@ from hypothesis import event, given, settings
 
 from api_oracle import dry_run
 from fuzz_support import assert_no_crash, lifecycle_mutations, run_inprocess, scaled
-from generator import helm, lifecycle
+from generator import lifecycle
+from generator.render import helm
 from kubeapi import MINOR, ApiServer
 from schema_values import schema_values
 

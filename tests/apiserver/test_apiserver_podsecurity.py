@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from generator import helm
-from generator.check import check_file
+from generator.render import helm
+from generator.check.full import check_file
 from kubeapi import ApiServer, MINOR
 from api_oracle import dry_run
 

@@ -19,7 +19,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from generator import charts, helm, lifecycle, upgrades
+from generator import charts, lifecycle, upgrades
+from generator.render import helm
 from api_oracle import dry_run
 from helm_release import HelmRelease, Key
 from kubeapi import ApiServer, MINOR

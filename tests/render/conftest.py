@@ -7,7 +7,8 @@ from typing import Any, Callable
 
 import pytest
 
-from generator.values import load_values, merged
+from generator.values.full import load_values
+from generator.values.merge import merged
 from render_helpers import EXAMPLES, RenderCache
 
 

@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from generator.invariants import migration_jobs, role_container
 
 EXAMPLES: list[Path] = helm.examples()

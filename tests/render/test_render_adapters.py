@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from generator.invariants import role_container
 
 VERSIONS = model.KUBE_VERSIONS
@@ -174,7 +175,7 @@ def test_no_shell_in_the_handler_container_where_the_cluster_allows(version: str
 
 
 def helm_values(over: dict[str, Any]) -> dict[str, Any]:
-    from generator.values import merged
+    from generator.values.merge import merged
     return merged(over)
 
 

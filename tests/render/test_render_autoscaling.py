@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
-from generator.values import merged
+from generator import model
+from generator.render import helm
+from generator.values.merge import merged
 
 from render_helpers import deep_merge as _merge
 

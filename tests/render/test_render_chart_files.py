@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
-from generator import helm
+from generator.render import helm
 
 SCHEMA = json.loads((helm.CHART_DIR / "values.schema.json").read_text())
 DEFAULTS = YAML(typ="safe").load((helm.CHART_DIR / "values.yaml").read_text())

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
-from generator.values import load_values, merged
+from generator import model
+from generator.render import helm
+from generator.values.full import load_values
+from generator.values.merge import merged
 from render_helpers import EXAMPLES
 
 STATE = "/run/jobhandlers"

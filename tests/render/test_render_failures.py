@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from generator.invariants import role_container
 
 DEFAULTS_JOB = model.computed_grace(300, 1.0, 30, 10)  # chart/values.yaml: handlers.job

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from render_helpers import env_map, init_container, kinds, main_container, pod_spec
 
 STS = {"handlers": {"job": {"kind": "StatefulSet", "replicas": 2,

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 
 LAUNCH: dict[str, Any] = {"handlers": {"job": {"launcher": {"enabled": True}}}}
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"

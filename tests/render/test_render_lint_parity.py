@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import helm
+from generator.render import helm
 from render_helpers import EXAMPLES, MATRIX, MATRIX_IDS, VERSIONS, case_id
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from generator import helm
+from generator.render import helm
 
 GITOPS = helm.EXAMPLES_DIR / "gitops.yaml"
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from generator.rules import check
-from generator.values import parse_values
+from generator.values.full import parse_values
 from render_helpers import VERSIONS, kinds, migration_job
 
 DB_PEER = {"ipBlock": {"cidr": "10.20.0.5/32"}}

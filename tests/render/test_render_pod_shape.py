@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from generator.invariants import role_container
 from generator.rules import _restricted_problems
-from generator.values import merged
+from generator.values.merge import merged
 
 VERSIONS = model.KUBE_VERSIONS
 PROXY = {"name": "pgbouncer", "image": "jobhandlers/pgbouncer:1", "migration": True,

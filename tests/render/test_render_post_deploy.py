@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 
 from render_helpers import deep_merge as _merge
 

@@ -10,8 +10,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from generator import helm, model
-from generator.values import merged
+from generator import model
+from generator.render import helm
+from generator.values.merge import merged
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 # A label value: at most 63 characters, alphanumeric at both ends, [-_.A-Za-z0-9] between.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from generator import helm
+from generator.render import helm
 from generator.invariants import role_container
 
 

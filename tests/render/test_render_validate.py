@@ -9,7 +9,8 @@ import kubernetes_validate
 import pytest
 from kubernetes_validate.utils import all_versions, major_minor
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from render_helpers import EXAMPLES, case_id
 
 BUNDLED = {major_minor(v) for v in all_versions()}

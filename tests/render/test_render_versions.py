@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator import helm, model
+from generator import model
+from generator.render import helm
 from generator.invariants import role_container
 
 

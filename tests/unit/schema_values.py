@@ -26,7 +26,7 @@ import jsonschema
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from generator.values import chart_defaults, merged
+from generator.values.merge import chart_defaults, merged
 from unit_support import REPO
 
 SCHEMA_PATH = REPO / "chart" / "values.schema.json"

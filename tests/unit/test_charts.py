@@ -58,3 +58,22 @@ def test_bad_chart_is_exit_2(tmp_path: Path, kind: str) -> None:
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert "--chart" in proc.stderr
     assert not (tmp_path.parent / "evil").exists()
+
+
+def test_the_wheel_lists_every_package_of_generator() -> None:
+    """pyproject.toml lists the packages by name: a new folder of generator/ must be added there,
+    or the wheel ships without it (tests/packaging builds the wheel; this fails first, and fast)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(("jobhandlers",) + p.parent.relative_to(REPO / "generator").parts)
+             for p in (REPO / "generator").rglob("__init__.py")}
+    assert found <= listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def test_generated_suites_import_helm_from_the_package() -> None:
+    """`from jobhandlers import helm` (every generated suite) is render/helm.py."""
+    import generator
+    from generator.render import helm
+
+    assert generator.helm is helm

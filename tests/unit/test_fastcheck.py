@@ -1,4 +1,4 @@
-"""The fast `check` path (fastcheck.py, fastyaml.py, the precomputed `_chartcache.py`):
+"""The fast `check` path (check/fast.py, values/fast.py, the precomputed charts/_cache.py):
 it answers for clean files without the heavy imports, and it never decides anything the
 full path (ruamel + jsonschema, JOBHANDLERS_FULL_CHECK=1) would decide differently."""
 
@@ -18,9 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fuzz_support import BASE_NAMES, BASES, mutated_examples, set_value, scalars, text_mutations, yaml_documents
-from generator import _chartcache, chartcache, charts, cli, entry, fastcheck, fastyaml, precompute
+from generator import charts, cli, entry
+from generator.charts import _cache, cache, precompute
+from generator.check import fast as check_fast
 from generator.schema import load_validator
-from generator.values import coalesce, merged, parse_values
+from generator.values import fast as values_fast
+from generator.values.full import parse_values
+from generator.values.merge import coalesce, merged
 from unit_support import REPO
 
 EXAMPLES = sorted((REPO / "values-examples").glob("*.yaml"))
@@ -43,23 +47,23 @@ def _both(path: str, *opts: str) -> tuple[tuple[int, str], tuple[int, str]]:
 
 
 def test_the_cache_matches_the_chart() -> None:
-    assert chartcache.load(charts.DEFAULT_PATH) is _chartcache, "stale: run `make render`"
-    assert _chartcache.DEFAULTS == parse_values((charts.DEFAULT_DIR / "values.yaml").read_text(), "v").data
+    assert cache.load(charts.DEFAULT_PATH) is _cache, "stale: run `make render`"
+    assert _cache.DEFAULTS == parse_values((charts.DEFAULT_DIR / "values.yaml").read_text(), "v").data
 
 
 def test_a_changed_chart_is_not_served_from_the_cache(tmp_path: Path) -> None:
     chart = tmp_path / "chart"
     shutil.copytree(charts.DEFAULT_DIR, chart)
-    assert chartcache.load(chart) is _chartcache
+    assert cache.load(chart) is _cache
     with (chart / "values.yaml").open("a") as fh:
         fh.write("\n# edited\n")
-    assert chartcache.load(chart) is None
+    assert cache.load(chart) is None
     shutil.copy(charts.DEFAULT_DIR / "values.yaml", chart / "values.yaml")
     with (chart / "lifecycle.yaml").open("a") as fh:
         fh.write("\n# edited\n")
-    assert chartcache.load(chart) is None
+    assert cache.load(chart) is None
     (chart / "values.schema.json").unlink()
-    assert chartcache.load(chart) is None
+    assert cache.load(chart) is None
 
 
 def test_precompute_check_passes_and_is_deterministic() -> None:
@@ -72,13 +76,13 @@ def test_the_tool_takes_its_lifecycle_data_from_the_cache_and_it_equals_the_file
 
     from generator import lifecycle
 
-    assert _chartcache.LIFECYCLE == yaml.safe_load((charts.DEFAULT_DIR / "lifecycle.yaml").read_text(encoding="utf-8"))
-    assert lifecycle.DATA is _chartcache.LIFECYCLE
+    assert _cache.LIFECYCLE == yaml.safe_load((charts.DEFAULT_DIR / "lifecycle.yaml").read_text(encoding="utf-8"))
+    assert lifecycle.DATA is _cache.LIFECYCLE
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_every_example_takes_the_fast_path_with_the_full_paths_answer(example: Path) -> None:
-    assert _run(fastcheck.run, [str(example)])[0] == 0, "the fast path should answer for a clean example"
+    assert _run(check_fast.run, [str(example)])[0] == 0, "the fast path should answer for a clean example"
     for fmt in ("text", "json", "github"):
         fast, full = _both(str(example), "--format", fmt)
         assert fast == full
@@ -89,27 +93,27 @@ def test_every_example_takes_the_fast_path_with_the_full_paths_answer(example: P
     ["--kube-version", "x"], ["--format", "xml"], ["--platform", "nope"], ["--", "-x"], ["-"],
 ])
 def test_options_it_does_not_handle_go_to_the_full_path(args: list[str]) -> None:
-    assert fastcheck.run([str(EXAMPLES[0]), *args]) is None
+    assert check_fast.run([str(EXAMPLES[0]), *args]) is None
 
 
 def test_options_it_handles(capsys: pytest.CaptureFixture[str]) -> None:
     ex = str(REPO / "values-examples" / "minimal.yaml")
-    assert fastcheck.run(["--kube-version=1.30.2", ex, "--format", "json", "--platform", "cluster-autoscaler"]) == 0
+    assert check_fast.run(["--kube-version=1.30.2", ex, "--format", "json", "--platform", "cluster-autoscaler"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"] == {"errors": 0, "files": 1, "warnings": 0}
-    assert fastcheck.run([ex, "--platform", "eks-upgrade=10"]) is None  # JH021 fires: full path reports it
+    assert check_fast.run([ex, "--platform", "eks-upgrade=10"]) is None  # JH021 fires: full path reports it
     galaxy = str(REPO / "values-examples" / "long-jobs.yaml")
-    assert fastcheck.run(["--kube-version", "1.21", galaxy]) is None  # JH008 on 1.21
+    assert check_fast.run(["--kube-version", "1.21", galaxy]) is None  # JH008 on 1.21
 
 
 def test_the_env_switch_forces_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBHANDLERS_FULL_CHECK", "1")
-    assert fastcheck.run([str(EXAMPLES[0])]) is None
+    assert check_fast.run([str(EXAMPLES[0])]) is None
 
 
 def test_findings_files_go_to_the_full_path(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("handlers:\n  job:\n    maxJobRuntimeSeconds: 3600\n    terminationGracePeriodSeconds: 30\n")
-    assert fastcheck.run([str(bad)]) is None
+    assert check_fast.run([str(bad)]) is None
     (rc, out), full = _both(str(bad))
     assert (rc, out) == full and rc == 1 and "JH001" in out
 
@@ -137,8 +141,8 @@ def test_only_check_server_imports_the_kubernetes_client() -> None:
 # ---- properties: fast never disagrees with full --------------------------------------------
 def _fast_load(data: bytes):
     try:
-        return True, fastyaml.load(data) or {}
-    except fastyaml.Unsure:
+        return True, values_fast.load(data) or {}
+    except values_fast.Unsure:
         return False, None
 
 
@@ -149,9 +153,9 @@ def _assert_reader_agrees(data: bytes) -> None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        pytest.fail("fastyaml read bytes that are not UTF-8")
+        pytest.fail("the fast reader read bytes that are not UTF-8")
     full = parse_values(text, "v.yaml")
-    assert full.ok, f"fastyaml read what the full reader refuses: {full.findings}"
+    assert full.ok, f"the fast reader read what the full reader refuses: {full.findings}"
     assert fast == full.data
 
 
@@ -180,9 +184,9 @@ def test_the_compiled_schema_agrees_with_jsonschema(name: str, data: st.DataObje
     values = merged(vf.data)
     full_ok = not any(True for _ in load_validator(charts.DEFAULT_DIR / "values.schema.json").iter_errors(values))
     try:
-        _chartcache.validate(coalesce(_chartcache.DEFAULTS, vf.data))
+        _cache.validate(coalesce(_cache.DEFAULTS, vf.data))
         fast_ok = True
-    except _chartcache.JsonSchemaValueException:
+    except _cache.JsonSchemaValueException:
         fast_ok = False
     assert fast_ok == full_ok
 

@@ -29,9 +29,11 @@ from hypothesis import strategies as st
 
 from fuzz_support import (PARITY_VERSIONS_NEW, PARITY_VERSIONS_OLD, assert_no_crash, lifecycle_mutations,
                           run_inprocess, scaled)
-from generator import helm, lifecycle, model
+from generator import lifecycle, model
+from generator.render import helm
 from generator.invariants import deployments_by_role, env_value, pod_spec, role_container
-from generator.values import load_values, merged
+from generator.values.full import load_values
+from generator.values.merge import merged
 from schema_values import schema_values
 from deprecation_support import chart_with_deprecations
 

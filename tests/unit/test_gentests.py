@@ -9,7 +9,7 @@ from pathlib import Path
 
 from generator import model
 from generator.gentests import HEADER, expectations, gen_tests, generate_one, generated_file_name
-from generator.values import merged
+from generator.values.merge import merged
 
 from unit_support import REPO, run_jh
 

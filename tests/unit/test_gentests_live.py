@@ -14,7 +14,8 @@ import pytest
 
 from generator import model
 from generator.live import appjobs, generate, report, spec
-from generator.values import load_values, merged
+from generator.values.full import load_values
+from generator.values.merge import merged
 from unit_support import REPO, run_jh
 
 MINIMAL = REPO / "values-examples" / "minimal.yaml"

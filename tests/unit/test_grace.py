@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generator import model
 from generator.grace import report
-from generator.values import merged
+from generator.values.merge import merged
 
 
 def test_report_rows_match_the_model() -> None:

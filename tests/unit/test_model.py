@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generator import model
-from generator.values import merged
+from generator.values.merge import merged
 
 
 def test_version_parsing() -> None:

@@ -1,12 +1,13 @@
-"""generator.render: one normalized file per object, byte-stable, atomic, --check finds staleness."""
+"""generator.render.matrix (`jobhandlers render`): one normalized file per object, byte-stable, atomic,
+--check finds staleness."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-from generator import render as rmod
-from generator.render import dump, object_files, render, tree_diff
+from generator.render import matrix as rmod
+from generator.render.matrix import dump, object_files, render, tree_diff
 
 from unit_support import run_jh
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from generator import model
-from generator.check import check_file
+from generator.check.full import check_file
 from generator.findings import ERROR, WARNING
 from generator.rules import RULES, RULES_BY_ID, check
-from generator.values import parse_values
+from generator.values.full import parse_values
 
 from unit_support import RULE_FIXTURES
 

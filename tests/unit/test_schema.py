@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from generator.schema import SCHEMA_FILE, dotted, validate
-from generator.values import chart_defaults, parse_values
+from generator.values.full import parse_values
+from generator.values.merge import chart_defaults
 
 
 def _errors(text: str) -> list[tuple[int, int, str]]:

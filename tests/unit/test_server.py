@@ -1,10 +1,11 @@
-"""generator.server without a cluster: the server's Status and Warning headers as findings."""
+"""generator.check.server (`check --server`) without a cluster: the server's Status and Warning headers
+as findings."""
 
 from __future__ import annotations
 
 import json
 
-from generator import server
+from generator.check import server
 from generator.cli import main
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import charts, helm, lifecycle, upgrades
+from generator import charts, lifecycle, upgrades
+from generator.render import helm
 from generator.findings import Finding
 
 from deprecation_support import ENTRIES, chart_with_deprecations

@@ -1,10 +1,13 @@
-"""generator.values: loading with positions, YAML 1.1, input errors as findings, coalescing."""
+"""generator.values (full.py, merge.py): loading with positions, YAML 1.1, input errors as findings,
+coalescing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from generator.values import MAX_NODES, coalesce, load_values, merged, parse_values
+from generator.values.file import MAX_NODES
+from generator.values.full import load_values, parse_values
+from generator.values.merge import coalesce, merged
 
 
 def _rules(text: str) -> list[tuple[str, int, int]]:

@@ -13,7 +13,8 @@ import os
 import pytest
 from kubernetes.client.rest import ApiException
 
-from generator import helm, lifecycle, model
+from generator import lifecycle, model
+from generator.render import helm
 from generator.invariants import deployments_by_role, pod_spec, role_container
 from jhkind.cluster import pod_ready
 from jhkind.scenario import WORKLOAD_IMAGE, Scenario

@@ -1,7 +1,7 @@
 """The full values reader: ruamel.yaml round-trip, YAML 1.1 like Helm, with a position for
-every key. Problems are returned as findings, never raised: a YAML syntax error, a
-duplicate key, a non-mapping or multi-document file and an alias bomb all become
-`Finding`s with file:line:col. (values.py is the light front: ValuesFile, merging.)
+every key. Problems are returned as findings, never raised: a missing or unreadable file, a
+YAML syntax error, a duplicate key, a non-mapping or multi-document file and an alias bomb all
+become `Finding`s with file:line:col. (fast.py is the fast path's reader; merge.py merges.)
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -20,8 +21,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError, YAMLWarning
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 
-from .findings import ERROR, INPUT, Finding, dotted
-from .values import MAX_DEPTH, MAX_NODES, ValuesFile
+from ..findings import ERROR, INPUT, Finding, dotted
+from .file import MAX_BYTES, MAX_DEPTH, MAX_NODES, ValuesFile
+from .positions import locate, plain_key
 
 _FLOAT_MAX = int(sys.float_info.max)
 
@@ -113,7 +115,7 @@ def _to_plain(node: Any, budget: list[int], path: tuple[str | int, ...] = ()) ->
     if budget[0] < 0 or len(path) > MAX_DEPTH:
         raise _TooLarge()
     if isinstance(node, Mapping):
-        return {_key(k): _to_plain(v, budget, path + (_key(k),)) for k, v in node.items()}
+        return {plain_key(k): _to_plain(v, budget, path + (plain_key(k),)) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
         return [_to_plain(v, budget, path + (i,)) for i, v in enumerate(node)]
     if isinstance(node, bool) or node is None:
@@ -135,18 +137,38 @@ def _to_plain(node: Any, budget: list[int], path: tuple[str | int, ...] = ()) ->
     return str(node)
 
 
-def _key(key: Any) -> str:
-    """YAML 1.1 keys as go-yaml/JSON render them: true -> 'true', 1 -> '1'."""
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    return str(key)
-
+def load_values(path: str | Path, display: str | None = None) -> ValuesFile:
+    """Load one values file; every problem becomes an input finding on the result."""
+    name = display if display is not None else str(path)
+    result = ValuesFile(path=name)
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        result.findings.append(Finding(name, 0, 0, "JHY005", ERROR, INPUT, "", "file not found",
+                                       "pass an existing values file"))
+        return result
+    except OSError as exc:
+        result.findings.append(Finding(name, 0, 0, "JHY005", ERROR, INPUT, "",
+                                       f"cannot read file: {exc.strerror or exc}",
+                                       "pass a readable values file"))
+        return result
+    if len(raw) > MAX_BYTES:
+        result.findings.append(Finding(name, 1, 1, "JHY004", ERROR, INPUT, "",
+                                       f"file is larger than {MAX_BYTES} bytes",
+                                       "a values file is a few KiB; pass the right file"))
+        return result
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        result.findings.append(Finding(name, 1, 1, "JHY001", ERROR, INPUT, "",
+                                       f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8"))
+        return result
+    return parse_values(text, name)
 
 
 def parse_values(text: str, name: str) -> ValuesFile:
-    """Parse values text (see load_values)."""
+    """Parse values text with positions (see load_values)."""
     result = ValuesFile(path=name)
     try:
         with warnings.catch_warnings():  # ruamel's notes (a reused anchor, 1e3) would go to stderr
@@ -227,38 +249,3 @@ def _line_col(text: str, position: int) -> tuple[int, int]:
     before = text[:max(0, position)]
     lines = before.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return len(lines), len(lines[-1]) + 1
-
-
-def locate(doc: Any, path: Sequence[str | int]) -> tuple[int, int, bool]:
-    """1-based position of the deepest existing element of `path` in a round-trip doc."""
-    line, col, found = 1, 1, True
-    node = doc
-    if node is None:
-        return 1, 1, False
-    for part in path:
-        if isinstance(node, CommentedMap):
-            key = _find_key(node, part)
-            if key is _MISSING:
-                return line, col, False
-            pos = node.lc.key(key)
-            node = node[key]
-        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-            pos = node.lc.item(part)
-            node = node[part]
-        else:
-            return line, col, False
-        if pos and pos[0] is not None:
-            line, col = pos[0] + 1, pos[1] + 1
-    return line, col, found
-
-
-_MISSING = object()
-
-
-def _find_key(node: CommentedMap, part: str | int) -> Any:
-    if part in node:
-        return part
-    for k in node:
-        if _key(k) == str(part):
-            return k
-    return _MISSING

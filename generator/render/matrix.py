@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence, TextIO
 
 import yaml
 
-from . import charts, helm, model
+from .. import charts, model
+from . import helm
 
 # Installed (no checkout): rendered/ in the current directory.
 RENDERED_DIR = helm.REPO_ROOT / "rendered" if charts.IN_CHECKOUT else Path("rendered")
@@ -130,7 +131,7 @@ def _render_matrix(examples: Sequence[Path], versions: Sequence[str], dest: Path
 
 
 def _default_render(example: Path, version: str) -> str:
-    """`helm template` for one example and version (argv from generator.helm, no temp files)."""
+    """`helm template` for one example and version (argv from helm.py, no temp files)."""
     cmd = helm.template_command([example], version)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=helm.DEFAULT_TIMEOUT, check=False)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 import re
 
-from .findings import ERROR, RENDER, WARNING, Finding
+from ..findings import ERROR, RENDER, WARNING, Finding
 
 FIX = {
     400: "fix the value the server names (a malformed object)",
@@ -190,7 +190,7 @@ def check_server(vf: Any, path: str, kube_version: str, target: Target) -> list[
     finding points at the values key the server's field most likely comes from."""
     from pathlib import Path
 
-    from .check import guess_position, render_objects
+    from .rendered import guess_position, render_objects
 
     objects, failed = render_objects(vf, Path(path), kube_version)
     if failed:

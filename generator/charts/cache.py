@@ -1,5 +1,5 @@
-"""The precomputed chart data (`_chartcache.py`, built by precompute.py), used only when it
-was built from this chart: the key is a checksum of values.yaml, values.schema.json and
+"""The precomputed chart data (`_cache.py`, built by precompute.py), used only when it was
+built from this chart: the key is a checksum of values.yaml, values.schema.json and
 lifecycle.yaml."""
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ def chart_key(chart_dir: str | os.PathLike[str]) -> str:
 
 
 def load(chart_dir: str | os.PathLike[str]) -> ModuleType | None:
-    """The `_chartcache` module when it matches `chart_dir`, else None (stale, missing,
-    another chart, or a chart without the files)."""
+    """The `_cache` module when it matches `chart_dir`, else None (stale, missing, another
+    chart, or a chart without the files)."""
     try:
-        from . import _chartcache
+        from . import _cache
     except ImportError:
         return None
     try:
         key = chart_key(chart_dir)
     except OSError:
         return None
-    return _chartcache if getattr(_chartcache, "CHART_KEY", None) == key else None
+    return _cache if getattr(_cache, "CHART_KEY", None) == key else None

@@ -3,7 +3,7 @@
 Every test and the `jobhandlers` tool render through this module, so the binary,
 release name, namespace and chart path are chosen in exactly one place.
 
-    from . import helm
+    from jobhandlers import helm     # or, inside the package: from .render import helm
     objs = helm.render(["values-examples/long-jobs.yaml"], kube_version="1.25")
     objs = helm.render([], kube_version="1.16", overrides={"drain": {"bufferSeconds": 60}})
     helm.render([...], helm_binary=helm.find_helm(3))     # helm 3 (parity test)
@@ -26,9 +26,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ruamel.yaml import YAML
 
-from . import charts, model
+from .. import charts, model
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = charts.DEFAULT_DIR  # the shipped chart; calls without chart= use charts.active() (--chart)
 EXAMPLES_DIR = REPO_ROOT / "values-examples" if charts.IN_CHECKOUT else Path("values-examples")
 # env var -> default path, per helm major version.

@@ -1,59 +1,20 @@
-"""`jobhandlers check`: load → schema → policy rules and keys of earlier releases (→ helm render
-+ kubernetes-validate) for each values file, in one process. Returns findings; never raises on
-bad input."""
+"""`jobhandlers check --render` (and `--server`'s render): helm template for the values file,
+every object validated with kubernetes-validate (strict), each error placed at the values key
+it most likely comes from."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
-from . import helm, model, upgrades
-from .findings import ERROR, INPUT, RENDER, WARNING, Finding
-from .platforms import Platform
-from .findings import dotted
-from .schema import validate as check_schema
-from .rules import check as check_rules
-from .values import ValuesFile, load_values
+from .. import model
+from ..findings import ERROR, INPUT, RENDER, WARNING, Finding, dotted
+from ..render import helm
+from ..values.file import ValuesFile
 
 # kubernetes-validate ships schemas from this version on.
 KUBE_VALIDATE_MIN_VERSION = "1.25"
-
-
-def check_file(path: str | Path, kube_version: str, render: bool = False,
-               platforms: Sequence[tuple[Platform, int]] = (), from_version: str | None = None,
-               server: Any = None) -> list[Finding]:
-    """All findings for one values file; with `from_version`, the CHANGELOG lines of the
-    releases after it only (upgrades.annotate); with `server` (a server.Target), the render's
-    server-side dry run there (server.ServerUnusable when the cluster cannot be used)."""
-    vf = load_values(path)
-    if not vf.ok:
-        return vf.findings
-    findings = upgrades.deprecated(vf, from_version)
-    findings += check_schema(vf)
-    findings += check_rules(vf, kube_version, platforms)
-    if render and not any(f.severity == ERROR for f in findings):
-        findings += check_rendered(vf, Path(path), kube_version)
-    if server is not None and not any(f.severity == ERROR for f in findings):
-        from .server import check_server  # the kubernetes client: only with --server
-        findings += check_server(vf, str(path), kube_version, server)
-    return upgrades.annotate(findings, from_version)
-
-
-def check_files(paths: Sequence[str | Path], kube_version: str, render: bool = False,
-                platforms: Sequence[tuple[Platform, int]] = (), from_version: str | None = None,
-                server: Any = None) -> list[Finding]:
-    """All findings for several values files."""
-    out: list[Finding] = []
-    seen: set[Finding] = set()
-    for p in paths:
-        for f in check_file(p, kube_version, render, platforms, from_version, server):
-            if f.rule == "JHS002":  # a broken chart schema is reported once, not per file
-                if f in seen:
-                    continue
-                seen.add(f)
-            out.append(f)
-    return out
 
 
 def _obj_name(obj: dict[str, Any]) -> str:

@@ -1,14 +1,15 @@
-"""`jobhandlers check FILE…` for the common case, clean files, without the heavy imports.
+"""`jobhandlers check FILE…`, the fast path: clean files answered without helm and without the
+heavy imports.
 
 Pre-commit and CI call check once per file or commit, so the start-up cost is the cost
-(README, "Benchmarks"). This path reads each file with the conservative libyaml reader
-(fastyaml.py), validates it merged over the precomputed chart defaults with the compiled
-schema (`_chartcache.py`), and runs the same policy rules (rules/). Only when every file
-passes all three (and sets no key of an earlier release, upgrades.py) does it answer, with exactly what the full path prints for no findings.
-Any finding, any input it is unsure of, any option it does not handle, a chart the cache
-was not built from, or JOBHANDLERS_FULL_CHECK=1: it returns None and the full path
-(cli.py → check.py, ruamel with positions, jsonschema) decides, so the findings and their
-positions never depend on which path ran.
+(docs/benchmarks.md). This path reads each file with the conservative libyaml reader
+(values/fast.py), validates it merged over the precomputed chart defaults with the compiled
+schema (charts/_cache.py), and runs the same policy rules (rules/). Only when every file
+passes all three (and sets no key of an earlier release, upgrades.py) does it answer, with
+exactly what the full path prints for no findings. Any finding, any input it is unsure of, any
+option it does not handle, a chart the cache was not built from, or JOBHANDLERS_FULL_CHECK=1:
+it returns None and the full path (cli.py → full.py: ruamel with positions, jsonschema)
+decides, so the findings and their positions never depend on which path ran.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def run(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     files, kube_text, fmt, platform_args = parsed
-    from . import chartcache, charts, model
+    from .. import charts, model
+    from ..charts import cache as chartcache
 
     cache = chartcache.load(charts.DEFAULT_PATH)
     if cache is None:
@@ -64,21 +66,22 @@ def run(argv: list[str]) -> int | None:
         kube_version = model.minor_version(kube_text or model.DEFAULT_KUBE_VERSION)
     except (ValueError, IndexError):
         return None  # argparse reports it
-    from .platforms import parse_platform
+    from ..platforms import parse_platform
 
     try:
         platforms = [parse_platform(p) for p in platform_args]
     except ValueError:
         return None
-    from . import fastyaml
-    from .rules import check as check_rules
-    from .upgrades import deprecated
-    from .values import ValuesFile, coalesce
+    from ..rules import check as check_rules
+    from ..upgrades import deprecated
+    from ..values.fast import load as load_fast
+    from ..values.file import ValuesFile
+    from ..values.merge import coalesce
 
     for path in files:
         try:
             with open(path, "rb") as fh:
-                data = fastyaml.load(fh.read()) or {}
+                data = load_fast(fh.read()) or {}
             values = coalesce(cache.DEFAULTS, data)
             cache.validate(values)
             vf = ValuesFile(path=path, data=data)
@@ -86,7 +89,7 @@ def run(argv: list[str]) -> int | None:
                 return None
         except Exception:  # noqa: BLE001 - unsure, unreadable, invalid: the full path reports it
             return None
-    from .findings import render_findings
+    from ..findings import render_findings
 
     try:
         sys.stdout.write(render_findings([], len(files), fmt))

@@ -1,7 +1,7 @@
 """A fast, conservative reader of plain values files: libyaml (PyYAML's C parser, YAML 1.1
 like helm) composes the document, and only the forms whose meaning is beyond doubt are
 turned into data. Anything else raises `Unsure`, and the caller takes the full ruamel path
-(values.py), which gives positions and the exact findings. So this reader never decides
+(full.py), which gives positions and the exact findings. So this reader never decides
 anything the full reader would decide differently (tests/unit/test_fastcheck.py).
 
 Refused (Unsure): more than one document, anchors and aliases, merge keys, duplicate keys,
@@ -16,7 +16,7 @@ import sys
 
 import yaml
 
-from .values import MAX_BYTES, MAX_DEPTH, MAX_NODES
+from .file import MAX_BYTES, MAX_DEPTH, MAX_NODES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
