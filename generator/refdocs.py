@@ -19,7 +19,8 @@ def _cell(text: object) -> str:
 
 def rules_markdown() -> str:
     """The policy rules, the version gates and the platform limits, as one Markdown page."""
-    chart_ids = lifecycle.chart_rules()
+    cluster_ids = [rule_id for rule_id, rule in lifecycle.RULES.items() if rule.get("lookup")]
+    chart_ids = [rule_id for rule_id in lifecycle.chart_rules() if rule_id not in cluster_ids]
     out = [
         "# Policy rules and version gates",
         "",
@@ -32,13 +33,16 @@ def rules_markdown() -> str:
         "path, message and fix; errors exit 1, warnings do not fail it. The chart itself refuses "
         f"{', '.join(chart_ids)} at render, every problem in one message (GitLab checkConfig "
         "style, each line starting with `jobhandlers:` and ending with its rule id), so "
-        "`helm install` refuses those values too, and `check` refuses them first.",
+        "`helm install` refuses those values too, and `check` refuses them first."
+        + (f" {', '.join(cluster_ids)} the chart judges against the cluster (helm's `lookup`: "
+           "`helm install`/`upgrade` and `--dry-run=server` only; `helm template` and `check` cannot "
+           "see it, chart column *refuses (cluster)*)." if cluster_ids else ""),
         "",
         "| id | severity | chart | title | fires when | fix |",
         "|---|---|---|---|---|---|",
     ]
     for rule_id, rule in lifecycle.RULES.items():
-        out.append(f"| {rule_id} | {rule['severity']} | {'refuses' if rule.get('chart') else ''} | "
+        out.append(f"| {rule_id} | {rule['severity']} | {('refuses (cluster)' if rule.get('lookup') else 'refuses') if rule.get('chart') else ''} | "
                    f"{_cell(rule['title'])} | {_cell(rule['when'])} | {_cell(rule['fix'])} |")
     out += [
         "",

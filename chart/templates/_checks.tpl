@@ -32,6 +32,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.identity" (list $ $role) }}
 {{- include "jobhandlers.checks.launcher" (list $ $role) }}
 {{- include "jobhandlers.checks.autoscaling" (list $ $role) }}
+{{- include "jobhandlers.checks.kindSwitch" (list $ $role) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -307,5 +308,31 @@ printable ASCII but '=' from 1.32 (relaxedEnvVarNames), a C-identifier-like name
 {{- range $i, $v := $node }}
 {{- include "jobhandlers.checks.envNames" (list $root $v (printf "%s[%d]" $path $i)) }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A role's kind switched while this release's workload of the other kind still runs
+(_kindswitch.tpl, through helm's lookup: silent in helm template). The words are rule JH061's
+in lifecycle.yaml, with the role, kinds, release and namespace filled in. */}}
+{{- define "jobhandlers.checks.kindSwitch" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- $found := include "jobhandlers.kindSwitch.oldWorkload" . }}
+{{- if $found }}
+{{- $old := $found | fromJson }}
+{{- $new := include "jobhandlers.identity.kind" . }}
+{{- include "jobhandlers.lifecycle.load" $root }}
+{{- $rule := index $root.jobhandlersLifecycle.rules "JH061" }}
+{{- $when := $rule.when }}
+{{- $fix := $rule.fix }}
+{{- range $k, $v := dict "<role>" $role "<old kind>" $old.kind "<new kind>" $new "<release>" $root.Release.Name "<namespace>" $root.Release.Namespace }}
+{{- $when = replace $k $v $when }}
+{{- $fix = replace $k $v $fix }}
+{{- end }}
+{{- $state := printf "spec.replicas %d, status.replicas %d" (int64 $old.specReplicas) (int64 $old.statusReplicas) }}
+{{- if $old.pods }}
+{{- $state = printf "replicas 0, but %d of its pods are still there, %d of them terminating (draining)" (int64 $old.pods) (int64 $old.terminating) }}
+{{- end }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.kind=%s, but this release's %s %s still runs (%s). Refused because %s. Fix: %s. (jobhandlers check: JH061)" $role $new $old.kind $old.name $state (replace "`" "" $when) (replace "`" "" $fix)) }}
 {{- end }}
 {{- end }}

@@ -41,8 +41,14 @@ name can start while the first still runs on an unreachable node.
 {{/* A StatefulSet's name is at most 52 characters: its pods carry the label
 controller-revision-hash=<name>-<10-character hash>, and a label value has at most 63. */}}
 {{- define "jobhandlers.identity.workloadName" -}}
-{{- $name := include "jobhandlers.componentName" . }}
-{{- if include "jobhandlers.identity.stable" . }}{{ $name | trunc 52 | trimSuffix "-" }}{{ else }}{{ $name }}{{ end }}
+{{- include "jobhandlers.identity.nameOfKind" (list (index . 0) (index . 1) (include "jobhandlers.identity.kind" .)) }}
+{{- end }}
+
+{{/* The role's workload name were it of the given kind (_kindswitch.tpl looks up the other
+kind's). Call with (list $ "role" "Deployment"|"StatefulSet"). */}}
+{{- define "jobhandlers.identity.nameOfKind" -}}
+{{- $name := include "jobhandlers.componentName" (list (index . 0) (index . 1)) }}
+{{- if eq (index . 2) "StatefulSet" }}{{ $name | trunc 52 | trimSuffix "-" }}{{ else }}{{ $name }}{{ end }}
 {{- end }}
 
 {{/* The headless Service that governs a StatefulSet's pods (spec.serviceName): each pod

@@ -23,6 +23,7 @@ from .grace import _jh001, _jh011, _jh012, _jh019, _jh020, _jh021, _jh029
 from .probes import _jh002_all, _jh007, _jh008, _jh013, _jh014, _jh015
 from .migration import _jh003, _jh004, _jh005, _jh006, _jh016, _jh022, _jh030, _jh035, _jh036, _jh037, _jh038
 from .pod import _jh009, _jh010, _jh017, _jh018, _jh023, _jh024, _jh025, _jh026, _jh028, _jh031, _jh032, _restricted_problems  # noqa: F401 (tests import it from here)
+from .pod import _jh061  # the chart judges it against the cluster; offline: nothing
 from .launcher import _jh044, _jh045, _jh046, _jh047, _jh048, _jh049
 from .networkpolicy import _jh041, _jh042, _jh043, _jh051
 from .env import _jh050
@@ -85,6 +86,7 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH057": _jh057,
     "JH058": _jh058,
     "JH059": _jh059,
+    "JH061": _jh061,
     "JH073": _jh073,
 }
 RULES: tuple[Rule, ...] = tuple(

@@ -54,9 +54,10 @@ class HelmRelease:
         """helm install --no-hooks (the hooks need a node and a database)."""
         self.helm("install", self.name, str(chart), "-f", str(values), "--no-hooks", "--create-namespace")
 
-    def upgrade(self, chart: Path, values: Path) -> None:
-        """helm upgrade --no-hooks, with only this file's values (no --reuse-values)."""
-        self.helm("upgrade", self.name, str(chart), "-f", str(values), "--no-hooks")
+    def upgrade(self, chart: Path, values: Path, *more: Path) -> None:
+        """helm upgrade --no-hooks, with only this file's values (no --reuse-values), then `more` files."""
+        self.helm("upgrade", self.name, str(chart), "-f", str(values), *(a for m in more for a in ("-f", str(m))),
+                  "--no-hooks")
 
     def manifest(self) -> dict[Key, dict[str, Any]]:
         """The release's current manifest (hooks excluded), by kind and name."""

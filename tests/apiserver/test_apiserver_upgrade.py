@@ -86,11 +86,27 @@ def upgraded(api: ApiServer, trees: Callable[[Release], Path],
         result = Upgrade(installed, rel.objects(), hooks_before, set(rel.hooks()), _fullname(installed))
         head = EXAMPLES_DIR / name
         if major == 4 and head.is_file() and MINOR in helm.example_versions(head):
-            rel.upgrade(CHART, head)
+            rel.upgrade(CHART, head, *_kind_switch_ack(release, name, tmp_path_factory))
             result.head_values = rel.objects()
         cache[(release.version, name, major)] = result
         return result
     return run
+
+
+def _kind_switch_ack(release: Release, name: str, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """A values file with `kindSwitch.allowOverlap: true` for each role whose kind the example's new
+    version switches (its declared -Deployment/<role> and +StatefulSet/<role>, or the reverse):
+    the chart refuses that one-step switch otherwise (JH061: the old workload still has replicas)."""
+    changes = set((declared(release).get("examples") or {}).get(name, {}).get("changes", []))
+    gone = {tuple(c[1:].split("/", 1)) for c in changes if c.startswith("-")}
+    made = {tuple(c[1:].split("/", 1)) for c in changes if c.startswith("+")}
+    roles = sorted(role for kind, role in gone
+                   if kind in WORKLOADS and (WORKLOADS[1 - WORKLOADS.index(kind)], role) in made)
+    if not roles:
+        return []
+    path = tmp_path_factory.mktemp("ack") / "kind-switch.yaml"
+    path.write_text(yaml.safe_dump({"handlers": {r: {"kindSwitch": {"allowOverlap": True}} for r in roles}}))
+    return [path]
 
 
 def _fullname(objects: dict[Key, dict[str, Any]]) -> str:

@@ -129,3 +129,15 @@ def test_statefulset_renders_on_every_matrix_version(version: str):
     """StatefulSet roles: apps/v1 everywhere the chart renders (apps/v1 StatefulSet is GA since 1.9)."""
     sts = _only(_render({"handlers": {"job": {"kind": "StatefulSet"}}}, version), "StatefulSet")
     assert sts["apiVersion"] == "apps/v1"
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet"])
+def test_the_kind_switch_guard_is_silent_in_helm_template(kind):
+    """JH061 (templates/_kindswitch.tpl) asks the cluster through helm's lookup, which `helm template`
+    answers with nothing: any kind renders, and `kindSwitch.allowOverlap` renders nothing of its own
+    (tests/apiserver/test_apiserver_kind_switch.py: the guard in real upgrades)."""
+    plain = helm.render_text(overrides={"handlers": {"job": {"kind": kind}}}, kube_version="1.37")
+    acked = helm.render_text(overrides={"handlers": {"job": {"kind": kind, "kindSwitch": {"allowOverlap": True}}}},
+                             kube_version="1.37")
+    assert plain == acked
+    assert kinds(helm.parse_manifests(plain), kind)

@@ -1,7 +1,8 @@
 """Upgrading the chart itself with jobs in flight (issue 35): 25a the released 0.2.0 chart to
-HEAD's; 25b a role's kind switched Deployment -> StatefulSet -> Deployment in one upgrade each
-(measured: both kinds run at once); 25c the documented two-step switch (replicas 0, then the
-kind): 0 lost, 0 overlap."""
+HEAD's; 25b a role's kind switched Deployment -> StatefulSet -> Deployment in one upgrade each:
+refused by the chart (JH061) while the old kind runs, then let through with
+`kindSwitch.allowOverlap: true` (measured: both kinds run at once); 25c the documented two-step
+switch (replicas 0, then the kind), which the chart lets through without it: 0 lost, 0 overlap."""
 
 from __future__ import annotations
 
@@ -114,13 +115,36 @@ def test_25a_upgrade_from_release_with_jobs_in_flight(scenario: Scenario) -> Non
         assert all(job_state(j) == "complete" for j in sc.migration_jobs()), [j.get("status") for j in sc.migration_jobs()]
 
 
+def _refused_without_ack(sc: Scenario, kind: str, old_kind: str) -> None:
+    """The one-step switch without the acknowledgement: helm upgrade fails at render (JH061, the
+    chart's lookup sees the old kind's replicas) and nothing changes: same workload, same pods,
+    no new revision."""
+    p = sc.progress
+    with p.phase(f"helm upgrade: job role {old_kind} -> {kind} without kindSwitch.allowOverlap: refused"):
+        workload = sc.deployments()["job"]
+        pods = {pd["metadata"]["uid"] for pd in sc.handler_pods("job")}
+        revisions = len(sc.helm.history(sc.release, sc.namespace))
+        res = sc.upgrade({"handlers": {"job": {**JOB, "kind": kind}}})
+        p.fact(f"refused_to_{kind.lower()}_exit", res.rc)
+        assert res.rc != 0, f"a one-step switch to {kind} was not refused:\n{res.stdout[-2000:]}"
+        for words in ("(jobhandlers check: JH061)", f"handlers.job.kind={kind}", f"this release's {old_kind}",
+                      "handlers.job.kindSwitch.allowOverlap: true"):
+            assert words in res.stderr, (words, res.stderr[-3000:])
+        after = sc.deployments()["job"]
+        assert (after["kind"], after["metadata"]["uid"]) == (old_kind, workload["metadata"]["uid"]), after["kind"]
+        assert {pd["metadata"]["uid"] for pd in sc.handler_pods("job")} == pods
+        assert len(sc.helm.history(sc.release, sc.namespace)) == revisions
+
+
 def _switch(sc: Scenario, kind: str, old_kind: str, tag: str, seed: int) -> dict:
-    """One upgrade that switches the job role to `kind` with jobs in flight; the measured window."""
+    """One upgrade that switches the job role to `kind` with jobs in flight, acknowledging the
+    overlap (`kindSwitch.allowOverlap: true`: the chart refuses it otherwise); the measured window."""
     p = sc.progress
     ids = _submit(sc, seed)
     t_up = time.time()
-    with p.phase(f"helm upgrade: job role {old_kind} -> {kind}"):
-        sc.upgrade({"handlers": {"job": {**JOB, "kind": kind}}}).check(f"helm upgrade to {kind}")
+    with p.phase(f"helm upgrade: job role {old_kind} -> {kind} (kindSwitch.allowOverlap)"):
+        sc.upgrade({"handlers": {"job": {**JOB, "kind": kind, "kindSwitch": {"allowOverlap": True}}}}
+                   ).check(f"helm upgrade to {kind}")
         sc.wait_handlers_ready(180)
         wait_until(lambda: not [pd for pd in sc.handler_pods("job", live_only=False)
                                 if switch.owner_kind(pd) == old_kind], 180, f"the {old_kind} pods to be gone")
@@ -144,6 +168,7 @@ def test_25b_kind_switch_in_one_upgrade(scenario: Scenario) -> None:
     with p.phase("install: job role a Deployment"):
         sc.install({"handlers": {"job": JOB}}).check("helm install")
         sc.wait_handlers_ready(120)
+    _refused_without_ack(sc, "StatefulSet", "Deployment")
     fwd = _switch(sc, "StatefulSet", "Deployment", "to_sts_", 251)
     back = _switch(sc, "Deployment", "StatefulSet", "to_deploy_", 252)
     assert fwd["in_flight"] > 0 and back["in_flight"] > 0, f"no job ran when the old pods were stopped: {fwd} {back}"
@@ -161,7 +186,7 @@ def test_25c_kind_switch_two_steps(scenario: Scenario) -> None:
     with p.phase("step 1: helm upgrade, replicas 0 (the Deployment drains)"):
         sc.upgrade({"handlers": {"job": {**JOB, "replicas": 0}}}).check("helm upgrade replicas 0")
         wait_until(lambda: not sc.handler_pods("job", live_only=False), 180, "the job pods to be gone")
-    with p.phase("step 2: helm upgrade, kind StatefulSet"):
+    with p.phase("step 2: helm upgrade, kind StatefulSet (no kindSwitch.allowOverlap: the chart lets it through)"):
         sc.upgrade({"handlers": {"job": {**JOB, "kind": "StatefulSet"}}}).check("helm upgrade to StatefulSet")
         sc.wait_handlers_ready(180)
     with p.phase("all jobs finish"):
