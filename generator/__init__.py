@@ -1,3 +1,3 @@
 """jobhandlers: render, check and test the jobhandlers Helm chart."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
