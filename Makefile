@@ -126,13 +126,16 @@ $(CHECKOV_VENV)/.installed: tests/render/requirements-checkov.txt $(UV_STAMP)
 	@touch $@
 
 # PostgreSQL server binaries for the workload tests, redis-server for the Celery app's Redis
-# transport tests (Debian packages; the package's service is not started here).
+# transport tests, gpg for the signed chart's test key (tests/packaging/test_signing.py) (Debian
+# packages; the package's service is not started here).
 .PHONY: deps
-deps: ## install the system packages the tests need (PostgreSQL server, redis-server)
+deps: ## install the system packages the tests need (PostgreSQL server, redis-server, gnupg)
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
 	@command -v redis-server >/dev/null || test -x /usr/bin/redis-server || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+	@command -v gpg >/dev/null || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnupg; }
 
 # ---- the two commands of the README ----
 .PHONY: render
@@ -145,6 +148,10 @@ render: tools venv ## render every values example x kube version into rendered/ 
 .PHONY: check
 check: tools venv ## policy-check every values example
 	$(JH) check values-examples/*.yaml
+
+.PHONY: changes
+changes: venv ## write chart/Chart.yaml's artifacthub.io/changes from CHANGELOG.md's section of its version
+	$(PY) -m generator.changelog
 
 .PHONY: gen-tests
 gen-tests: venv ## regenerate tests/generated/ from values-examples/
@@ -175,6 +182,7 @@ ifneq ($(TEST_PART),wait)
 	$(PY) -m generator.lifecycle --check
 	$(PY) -m generator.refdocs --check
 	$(PY) -m generator.charts.precompute --check
+	$(PY) -m generator.changelog --check
 	$(MAKE) --no-print-directory chart-docs-check
 	$(JH) gen-tests --check
 	$(JH) check values-examples/*.yaml

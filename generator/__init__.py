@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

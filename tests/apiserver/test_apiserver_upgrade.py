@@ -19,7 +19,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from generator import charts, lifecycle, upgrades
+from generator import changelog, charts, lifecycle, upgrades
 from generator.render import helm
 from api_oracle import dry_run
 from helm_release import HelmRelease, Key
@@ -208,14 +208,9 @@ def _previous(since: str) -> Release:
 
 
 def _changelog_section(version: str) -> str:
-    """The CHANGELOG.md section of a version (`## <version>` or `## Unreleased (next: <version>)`),
-    whitespace collapsed."""
-    text = (charts.CHECKOUT_DIR.parent / "CHANGELOG.md").read_text(encoding="utf-8")
-    for section in text.split("\n## ")[1:]:
-        head = section.splitlines()[0]
-        if head == version or head == f"Unreleased (next: {version})":
-            return " ".join(section.split())
-    raise AssertionError(f"CHANGELOG.md has no section for {version}")
+    """The CHANGELOG.md section of a version (`## <version> - <date>` or `## Unreleased (next:
+    <version>)`), whitespace collapsed."""
+    return " ".join(changelog.section(version).split())
 
 
 REFUSALS = lifecycle.DATA.get("refusals") or []

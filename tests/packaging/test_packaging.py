@@ -70,10 +70,21 @@ def test_installed_package_is_jobhandlers_with_its_chart(installed: Path, user_d
 
 def test_version_names_tool_and_chart(installed: Path, user_dir: Path) -> None:
     chart_version = re.search(r"^version:\s*(\S+)", (REPO / "chart/Chart.yaml").read_text(), re.M).group(1)
+    assert chart_version == __version__, "the tool and the chart are released with one version"
     proc = tool(installed, ["--version"], user_dir)
     assert proc.returncode == 0
     assert proc.stdout.startswith(f"jobhandlers {__version__} (chart jobhandlers {chart_version},")
     assert proc.stdout == checkout(["--version"], user_dir).stdout
+
+
+def test_wheel_and_sdist_carry_the_version(dist: dict[str, Path], installed: Path, user_dir: Path) -> None:
+    """pyproject.toml takes its version from `__version__` (one source): the artifacts' names and
+    the installed distribution's metadata say it."""
+    assert dist["wheel"].name == f"jobhandlers-{__version__}-py3-none-any.whl"
+    assert dist["sdist"].name == f"jobhandlers-{__version__}.tar.gz"
+    proc = run([installed / "python", "-c", "import importlib.metadata as m; print(m.version('jobhandlers'))"],
+               cwd=user_dir, env=clean_env())
+    assert proc.stdout.strip() == __version__, proc.stderr
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])

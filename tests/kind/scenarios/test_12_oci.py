@@ -1,7 +1,8 @@
 """The chart as a product: `helm package` (version from Chart.yaml), `helm push` to a real OCI
 registry running here (the CNCF distribution registry, bin/registry from its Go module), and
 a release installed from oci:// — not from the folder — then upgraded to a newer pushed
-version."""
+version. Both versions are signed with a throwaway key (tests/oci/test-key.sh), `helm push`
+uploads their provenance files, and the install and the upgrade run with `--verify --keyring`."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from jhkind.waits import wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(600)]
 REGISTRY = Path(os.environ.get("JOBHANDLERS_REGISTRY") or ROOT / "bin" / "registry")
+KEY_NAME = "jobhandlers test key"
 
 
 @pytest.fixture
@@ -47,10 +49,12 @@ def registry(tmp_path: Path) -> Iterator[str]:
         proc.wait(10)
 
 
-def package(sc: Scenario, dest: Path, version: str | None = None) -> Path:
-    """helm package the chart (optionally as another version) into dest."""
+def package(sc: Scenario, dest: Path, key: Path, version: str | None = None) -> Path:
+    """helm package the chart (optionally as another version) into dest, signed with the key
+    tests/oci/test-key.sh made in `key` (the .prov beside the .tgz)."""
     dest.mkdir(parents=True, exist_ok=True)
-    args = ["package", str(ROOT / "chart"), "-d", str(dest)]
+    args = ["package", str(ROOT / "chart"), "-d", str(dest), "--sign", "--key", KEY_NAME,
+            "--keyring", str(key / "secring.gpg")]
     if version:
         args += ["--version", version]
     res = sc.helm.run(args, timeout=120).check("helm package")
@@ -63,20 +67,24 @@ def test_12_install_from_oci_and_upgrade_to_a_newer_pushed_version(scenario: Sce
     chart = yaml.safe_load((ROOT / "chart" / "Chart.yaml").read_text())
     base = chart["version"]
     newer = f"{base}-next.1" if "-" not in base else f"{base}.1"
-    with p.phase(f"helm package {base} and {newer}, helm push to oci://{registry}/charts"):
-        for tgz in (package(sc, tmp_path / "dist"), package(sc, tmp_path / "dist", newer)):
+    key = tmp_path / "key"
+    subprocess.run([str(ROOT / "tests/oci/test-key.sh"), str(key), KEY_NAME], check=True, capture_output=True)
+    verify = ["--verify", "--keyring", str(key / "pubring.gpg")]
+    with p.phase(f"helm package --sign {base} and {newer}, helm push to oci://{registry}/charts"):
+        for tgz in (package(sc, tmp_path / "dist", key), package(sc, tmp_path / "dist", key, newer)):
+            assert Path(f"{tgz}.prov").is_file(), f"helm package --sign wrote no {tgz}.prov"
             sc.helm.run(["push", str(tgz), f"oci://{registry}/charts", "--plain-http"], timeout=120).check("helm push")
     sc.values = sc.values_for({})
     values = sc._values_file(sc.values)
     ref = f"oci://{registry}/charts/jobhandlers"
-    with p.phase(f"helm install {ref} --version {base}"):
-        res = sc.helm.run(["install", sc.release, ref, "--version", base, "--plain-http", "-n", sc.namespace,
+    with p.phase(f"helm install {ref} --version {base} --verify"):
+        res = sc.helm.run(["install", sc.release, ref, "--version", base, "--plain-http", *verify, "-n", sc.namespace,
                            "-f", str(values), "--wait", "--timeout", "300s"], timeout=420).check("helm install oci")
         sc.wait_handlers_ready(90)
     p.fact("install_from_oci_seconds", round(res.seconds, 1))
     assert sc.helm.history(sc.release, sc.namespace)[-1]["chart"] == f"jobhandlers-{base}"
-    with p.phase(f"helm upgrade {ref} --version {newer}"):
-        sc.helm.run(["upgrade", sc.release, ref, "--version", newer, "--plain-http", "-n", sc.namespace,
+    with p.phase(f"helm upgrade {ref} --version {newer} --verify"):
+        sc.helm.run(["upgrade", sc.release, ref, "--version", newer, "--plain-http", *verify, "-n", sc.namespace,
                      "-f", str(values), "--wait", "--timeout", "300s"], timeout=420).check("helm upgrade oci")
         sc.wait_handlers_ready(90)
     history = sc.helm.history(sc.release, sc.namespace)
