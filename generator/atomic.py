@@ -22,3 +22,20 @@ def write_text(path: Path, text: str) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_or_check(path: Path, want: str, have: str, check: bool, stale: str, wrote: str) -> int:
+    """The generated-file commands' one step: 0 when `have` is `want`; with `check`, print
+    `stale` (what changed, and the fix) to stderr and return 1; else write `want` atomically,
+    print `wrote` and return 0."""
+    import sys
+
+    if want == have:
+        return 0
+    if check:
+        print(stale, file=sys.stderr)
+        return 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(path, want)
+    print(wrote)
+    return 0

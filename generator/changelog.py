@@ -122,15 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     except ChangelogError as exc:
         print(f"changelog: {exc}", file=sys.stderr)
         return 1
-    if want == have:
-        return 0
-    if "--check" in args:
-        print(f"{path}: `artifacthub.io/changes` is stale (CHANGELOG.md {version} changed). "
-              "Fix: run `python -m generator.changelog` (make changes).", file=sys.stderr)
-        return 1
-    atomic.write_text(path, want)
-    print(f"changelog: wrote the artifacthub.io/changes of {version} into {path}")
-    return 0
+    return atomic.write_or_check(
+        path, want, have, "--check" in args,
+        f"{path}: `artifacthub.io/changes` is stale (CHANGELOG.md {version} changed). "
+        "Fix: run `python -m generator.changelog` (make changes).",
+        f"changelog: wrote the artifacthub.io/changes of {version} into {path}")
 
 
 if __name__ == "__main__":

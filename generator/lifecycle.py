@@ -121,15 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     want = json.dumps(sync_schema(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
-    if want == text:
-        return 0
-    if "--check" in args:
-        print(f"{path}: its drain modes, workload kinds or probe handler kinds differ from "
-              f"chart/lifecycle.yaml. Fix: run `python -m generator.lifecycle` (make render).", file=sys.stderr)
-        return 1
-    atomic.write_text(path, want)
-    print(f"lifecycle: wrote {path}")
-    return 0
+    return atomic.write_or_check(
+        path, want, text, "--check" in args,
+        f"{path}: its drain modes, workload kinds or probe handler kinds differ from "
+        "chart/lifecycle.yaml. Fix: run `python -m generator.lifecycle` (make render).",
+        f"lifecycle: wrote {path}")
 
 
 if __name__ == "__main__":

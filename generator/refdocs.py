@@ -84,16 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     path: Path = charts.CHECKOUT_DIR.parent / "docs" / "rules.md"
     want = rules_markdown()
     have = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if want == have:
-        return 0
-    if "--check" in args:
-        print(f"{path} is stale (chart/lifecycle.yaml or generator/platforms.py changed). "
-              "Fix: run `python -m generator.refdocs` (make render).", file=sys.stderr)
-        return 1
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(path, want)
-    print(f"refdocs: wrote {path}")
-    return 0
+    return atomic.write_or_check(
+        path, want, have, "--check" in args,
+        f"{path} is stale (chart/lifecycle.yaml or generator/platforms.py changed). "
+        "Fix: run `python -m generator.refdocs` (make render).",
+        f"refdocs: wrote {path}")
 
 
 if __name__ == "__main__":
