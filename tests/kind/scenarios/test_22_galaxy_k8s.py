@@ -166,6 +166,7 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
                    interval=2, describe=lambda: str(_rows(sc, ids)))
         p.fact("handlers_of_running_jobs", sorted(r["handler"] for r in _rows(sc, ids)))
     old = {pod["metadata"]["uid"] for pod in sc.handler_pods("job")}
+    restarts_before = gx.restart_counts(sc)
     grace = sc.grace("job")
     with p.phase("rollout restart of the job StatefulSet"):
         t0 = sc.restart_role("job")
@@ -188,7 +189,8 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
         p.fact("old_sigterm_to_exit_s", took)
         p.fact("grace_s", grace)
         assert len(took) == 2 and max(took.values()) < grace / 2, f"grace {grace}s: {took}"
-        restarts = {n: r for n, r in sc.handler_restarts().items() if "-job-" in n}
+        restarts = gx.restarts_since(sc, restarts_before)
+        p.fact("job_handler_restarts_since_the_test_began", restarts)
         assert sum(restarts.values()) == 0, restarts
 
 
@@ -251,9 +253,12 @@ def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) ->
         assert all(r["handler"] == target for r in final if r["id"] in theirs)
 
 
-def _job_pods_on(watch: JobWatch, node: str) -> list[str]:
+def _job_pods_on(watch: JobWatch, node: str, jobs: set[str]) -> list[str]:
+    """The pods of these Kubernetes Jobs (this test's) that ran on node. Not every pod the
+    watch saw: on the shared install the earlier tests' job pods ran on every worker."""
     watch.poll()
-    return sorted(pod for pod, where in watch.nodes.items() if where == node)
+    mine = {pod for job in jobs for pod in watch.pods.get(job, set())}
+    return sorted(pod for pod, where in watch.nodes.items() if where == node and pod in mine)
 
 
 @SHARED
@@ -280,6 +285,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
     p.fact("target", target)
     p.fact("drained_node", node)
     old_uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
+    restarts_before = gx.restart_counts(sc)
     before_lines = _contents(sc)
     durations = [60, 90, 120]
     ids: set[int] = set()
@@ -298,14 +304,15 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             p.fact("handlers_of_running_jobs", sorted(r["handler"] for r in rows))
             p.fact("target_jobs", sorted(theirs))
             assert theirs, f"{target} grabbed none of {len(ids)} jobs in 3 rounds: {rows}"
-            assert not _job_pods_on(watch, node), f"a job pod on the cordoned {node}: {watch.nodes}"
+            jobs = {r["external_id"] for r in rows}
+            assert not _job_pods_on(watch, node, jobs), f"a job pod on the cordoned {node}: {watch.nodes}"
         all_durations = durations * (len(ids) // len(durations))
         with p.phase(f"kubectl drain {node} (the release's pods: eviction API, PDBs)"):
             res = nodes.drain(sc.kube, node, f"app.kubernetes.io/instance={sc.release}", 600)
             p.fact("drain_seconds", round(res.seconds, 1))
             p.fact("pdb_refusals", res.pdb_refusals)
             assert res.rc == 0, f"kubectl drain exited {res.rc}: {res.output[-2000:]}"
-            assert not _job_pods_on(watch, node), f"a job pod on the drained {node}: {watch.nodes}"
+            assert not _job_pods_on(watch, node, jobs), f"a job pod on the drained {node}: {watch.nodes}"
         with p.phase(f"{target} back on another worker, Ready"):
             def back() -> dict | None:
                 pod = sc.kube.pod(sc.namespace, target)
@@ -336,7 +343,8 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             assert all(recovered.values()), f"{target}'s successor did not recover {recovered}"
             p.fact("target_jobs_done_while_away", sorted(i for i, name in theirs.items()
                                                          if (watch.completed.get(name) or 1e18) < ready))
-            p.fact("job_pod_nodes", sorted(set(watch.nodes.values())))
+            p.fact("job_pod_nodes", sorted({watch.nodes[pod] for job in jobs for pod in watch.pods.get(job, set())
+                                            if pod in watch.nodes}))
             usage.stop()
             p.fact("job_pod_usage", usage.facts())
             p.fact("job_pod_usage_errors", usage.errors[:5])
@@ -344,7 +352,8 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             spans = overlaps(lifetimes(sc.timeline, "job"), key=lambda name: name)
             p.fact("identity_overlaps_s", spans)
             assert spans and max(spans) <= 0, f"two processes held one identity at once: {spans}"
-            restarts = {n: r for n, r in sc.handler_restarts().items() if "-job-" in n}
+            restarts = gx.restarts_since(sc, restarts_before)
+            p.fact("job_handler_restarts_since_the_test_began", restarts)
             assert sum(restarts.values()) == 0, restarts
     finally:
         usage.stop()

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .client import Client
-from .cluster import Kube, condition, parse_time
+from .cluster import Kube, condition, parse_time, restart_count
 from .helm import ROOT, HelmResult, deep_merge
 from .scenario import WORKLOAD_IMAGE, Scenario
 from .waits import wait_until
@@ -261,3 +261,17 @@ def started_at(pod: dict, container: str) -> float | None:
         if st["name"] == container:
             return parse_time(((st.get("state") or {}).get("running") or {}).get("startedAt"))
     return None
+
+
+def restart_counts(sc: Scenario, role: str = "job") -> dict[str, int]:
+    """uid -> container restarts of the role's current pods."""
+    return {pod["metadata"]["uid"]: restart_count(pod) for pod in sc.handler_pods(role)}
+
+
+def restarts_since(sc: Scenario, before: dict[str, int], role: str = "job") -> dict[str, int]:
+    """pod name -> container restarts since `before` (restart_counts at a test's start; a pod
+    created since counts from 0). Not the install's whole timeline: on a shared install a
+    handler that restarted while it started under load (before any test) failed every test
+    after it, and their reruns (22a twice in this stop's rehearsal)."""
+    return {pod["metadata"]["name"]: restart_count(pod) - before.get(pod["metadata"]["uid"], 0)
+            for pod in sc.handler_pods(role)}
