@@ -4,6 +4,7 @@ directory, then a rename."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 TYPE_CHECKING = False
@@ -28,8 +29,6 @@ def write_or_check(path: Path, want: str, have: str, check: bool, stale: str, wr
     """The generated-file commands' one step: 0 when `have` is `want`; with `check`, print
     `stale` (what changed, and the fix) to stderr and return 1; else write `want` atomically,
     print `wrote` and return 0."""
-    import sys
-
     if want == have:
         return 0
     if check:

@@ -28,7 +28,7 @@ from jhkind.client import summarize
 from jhkind.cluster import Kube, event_time, job_state, parse_time, pod_ready, restart_count
 from jhkind.helm import Helm
 from jhkind.identity import lifetimes, overlaps
-from jhkind.observe import deletion_started, is_handler_pod, terminated_state
+from jhkind.observe import deletion_started, is_handler_pod, ready_at, started_at, terminated_state
 from jhkind.postgres import Postgres
 from jhkind.scenario import Scenario, job_completed_at
 from jhkind.shared import Shared, open_shared, per_test
@@ -85,11 +85,11 @@ def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
         names = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))
         assert names == [f"{sc.deployments()['job']['metadata']['name']}-{i}" for i in range(2)], names
         pods = sc.handler_pods()
-        ready = {pod["metadata"]["name"]: gx.ready_at(pod) for pod in pods}
+        ready = {pod["metadata"]["name"]: ready_at(pod) for pod in pods}
         assert all(ready.values()), ready
         p.fact("all_ready_after_migration_s", round(max(ready.values()) - completed, 1))
         p.fact("start_to_ready_s", {pod["metadata"]["name"]: round(ready[pod["metadata"]["name"]]
-                                                                   - gx.started_at(pod, gx.role_of(pod)), 1)
+                                                                   - started_at(pod, gx.role_of(pod)), 1)
                                     for pod in pods})
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
@@ -209,7 +209,7 @@ def test_16b_galaxy_helm_pattern_gating_off(scenario: Scenario) -> None:
     with p.phase("galaxy-helm's db-init: Galaxy's migration in a plain pod; every process Ready after it"):
         migrated = gx.migrate_now(sc)
         sc.wait_handlers_ready(900)
-        ready = {pod["metadata"]["name"]: gx.ready_at(pod) for pod in sc.handler_pods()}
+        ready = {pod["metadata"]["name"]: ready_at(pod) for pod in sc.handler_pods()}
         assert all(ready.values()), ready
         p.fact("all_ready_after_migration_s", round(max(ready.values()) - migrated, 1))
         restarts = sc.handler_restarts()
@@ -280,8 +280,8 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
                    f"{len(durations)} jobs running", interval=2, describe=lambda: str(mine()))
     at_rollout = mine()
     p.fact("handlers_of_running_jobs", sorted(j["handler"] for j in at_rollout))
-    old = {pod["metadata"]["uid"] for pod in sc.handler_pods("job")}
-    restarts_before = gx.restart_counts(sc)
+    restarts_before = sc.restart_counts()
+    old = set(restarts_before)
     grace = sc.grace("job")
     with p.phase("rollout restart of the job StatefulSet"):
         t0 = sc.restart_role("job")
@@ -320,7 +320,7 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         p.fact("old_sigterm_to_exit_s", took)
         assert all(t is not None for t in exits.values()), "an old job handler's end was not seen"
         assert len(took) == 2 and max(took.values()) < grace, f"grace {grace}s: {took}"
-        restarts = gx.restarts_since(sc, restarts_before)
+        restarts = sc.restarts_since(restarts_before)
         p.fact("job_handler_restarts_since_the_test_began", restarts)
         assert sum(restarts.values()) == 0, restarts
 
@@ -424,7 +424,7 @@ def test_16e_galaxy_upgrade_25_1_to_26_1(scenario: Scenario) -> None:
         pods = sc.handler_pods()
         assert {gx.app_image(pod) for pod in pods} == {gx.IMAGE}, [gx.app_image(pod) for pod in pods]
         assert not {pod["metadata"]["uid"] for pod in pods} & old_pods
-        starts = {pod["metadata"]["name"]: gx.started_at(pod, gx.role_of(pod)) for pod in pods}
+        starts = {pod["metadata"]["name"]: started_at(pod, gx.role_of(pod)) for pod in pods}
         p.fact("app_start_after_migration_s", {n: round(t - completed, 1) for n, t in starts.items()})
         assert all(t is not None and t >= completed for t in starts.values()), (completed, starts)
         new_pods = [pod for pod in sc.timeline.last_pods().values()
@@ -432,7 +432,7 @@ def test_16e_galaxy_upgrade_25_1_to_26_1(scenario: Scenario) -> None:
         first = min(parse_time(pod["metadata"]["creationTimestamp"]) for pod in new_pods)
         p.fact("first_new_pod_after_migration_s", round(first - completed, 1))
         assert first >= completed - 1, f"a 26.1 pod was created {completed - first:.0f}s before the migration ended"
-        ready = {pod["metadata"]["name"]: gx.ready_at(pod) for pod in pods}
+        ready = {pod["metadata"]["name"]: ready_at(pod) for pod in pods}
         p.fact("all_ready_after_migration_s", round(max(ready.values()) - completed, 1))
         restarts = sc.handler_restarts()
         p.fact("restarts_per_pod", restarts)

@@ -42,8 +42,6 @@ from jhkind.waits import wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
 SHARED = pytest.mark.xdist_group("galaxy-k8s")
-# 22c drains a node: the node pass (`-m nodes`), with a fresh install of its own there.
-NODE_PASS = pytest.mark.nodes
 
 @pytest.fixture(scope="module")
 def galaxy_k8s(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
@@ -162,8 +160,8 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
         wait_until(lambda: all(r["state"] == "running" for r in _rows(sc, ids)), 300, "every job running",
                    interval=2, describe=lambda: str(_rows(sc, ids)))
         p.fact("handlers_of_running_jobs", sorted(r["handler"] for r in _rows(sc, ids)))
-    old = {pod["metadata"]["uid"] for pod in sc.handler_pods("job")}
-    restarts_before = gx.restart_counts(sc)
+    restarts_before = sc.restart_counts()
+    old = set(restarts_before)
     grace = sc.grace("job")
     with p.phase("rollout restart of the job StatefulSet"):
         t0 = sc.restart_role("job")
@@ -186,7 +184,7 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
         p.fact("old_sigterm_to_exit_s", took)
         p.fact("grace_s", grace)
         assert len(took) == 2 and max(took.values()) < grace / 2, f"grace {grace}s: {took}"
-        restarts = gx.restarts_since(sc, restarts_before)
+        restarts = sc.restarts_since(restarts_before)
         p.fact("job_handler_restarts_since_the_test_began", restarts)
         assert sum(restarts.values()) == 0, restarts
 
@@ -249,16 +247,20 @@ def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) ->
         assert all(r["handler"] == target for r in final if r["id"] in theirs)
 
 
+def _pods_of(watch: JobWatch, jobs: set[str]) -> set[str]:
+    """The pods of these Kubernetes Jobs (a test's own: a shared install has others' too)."""
+    return {pod for job in jobs for pod in watch.pods.get(job, set())}
+
+
 def _job_pods_on(watch: JobWatch, node: str, jobs: set[str]) -> list[str]:
-    """The pods of these Kubernetes Jobs (this test's) that ran on node. Not every pod the
-    watch saw: on the shared install the earlier tests' job pods ran on every worker."""
+    """The pods of these Kubernetes Jobs that ran on node."""
     watch.poll()
-    mine = {pod for job in jobs for pod in watch.pods.get(job, set())}
+    mine = _pods_of(watch, jobs)
     return sorted(pod for pod, where in watch.nodes.items() if where == node and pod in mine)
 
 
 @SHARED
-@NODE_PASS
+@pytest.mark.nodes
 def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared) -> None:
     """`kubectl drain` (eviction API, the roles' PDBs) of the worker that runs a job handler,
     while that handler's jobs run as Kubernetes Jobs on the other worker (the node is cordoned
@@ -281,7 +283,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
     p.fact("target", target)
     p.fact("drained_node", node)
     old_uid = sc.kube.pod(sc.namespace, target)["metadata"]["uid"]
-    restarts_before = gx.restart_counts(sc)
+    restarts_before = sc.restart_counts()
     before_lines = _contents(sc)
     durations = [60, 90, 120]
     ids: set[int] = set()
@@ -339,8 +341,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             assert all(recovered.values()), f"{target}'s successor did not recover {recovered}"
             p.fact("target_jobs_done_while_away", sorted(i for i, name in theirs.items()
                                                          if (watch.completed.get(name) or 1e18) < ready))
-            p.fact("job_pod_nodes", sorted({watch.nodes[pod] for job in jobs for pod in watch.pods.get(job, set())
-                                            if pod in watch.nodes}))
+            p.fact("job_pod_nodes", sorted({watch.nodes[pod] for pod in _pods_of(watch, jobs) if pod in watch.nodes}))
             usage.stop()
             p.fact("job_pod_usage", usage.facts())
             p.fact("job_pod_usage_errors", usage.errors[:5])
@@ -348,7 +349,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             spans = overlaps(lifetimes(sc.timeline, "job"), key=lambda name: name)
             p.fact("identity_overlaps_s", spans)
             assert spans and max(spans) <= 0, f"two processes held one identity at once: {spans}"
-            restarts = gx.restarts_since(sc, restarts_before)
+            restarts = sc.restarts_since(restarts_before)
             p.fact("job_handler_restarts_since_the_test_began", restarts)
             assert sum(restarts.values()) == 0, restarts
     finally:

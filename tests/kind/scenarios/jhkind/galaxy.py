@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .client import Client
-from .cluster import Kube, condition, parse_time, restart_count
+from .cluster import Kube, parse_time
 from .helm import ROOT, HelmResult, deep_merge
 from .scenario import WORKLOAD_IMAGE, Scenario
 from .waits import wait_until
@@ -248,30 +248,3 @@ def app_image(pod: dict) -> str:
     """The image of the pod's app container."""
     return next(c["image"] for c in pod["spec"]["containers"] if c["name"] == role_of(pod))
 
-
-def ready_at(pod: dict) -> float | None:
-    """When the pod last became Ready, or None while it is not."""
-    cond = condition(pod, "Ready")
-    return parse_time(cond.get("lastTransitionTime")) if cond and cond.get("status") == "True" else None
-
-
-def started_at(pod: dict, container: str) -> float | None:
-    """When the container's current run started, or None while it does not run."""
-    for st in (pod.get("status") or {}).get("containerStatuses") or []:
-        if st["name"] == container:
-            return parse_time(((st.get("state") or {}).get("running") or {}).get("startedAt"))
-    return None
-
-
-def restart_counts(sc: Scenario, role: str = "job") -> dict[str, int]:
-    """uid -> container restarts of the role's current pods."""
-    return {pod["metadata"]["uid"]: restart_count(pod) for pod in sc.handler_pods(role)}
-
-
-def restarts_since(sc: Scenario, before: dict[str, int], role: str = "job") -> dict[str, int]:
-    """pod name -> container restarts since `before` (restart_counts at a test's start; a pod
-    created since counts from 0). Not the install's whole timeline: on a shared install a
-    handler that restarted while it started under load (before any test) failed every test
-    after it, and their reruns (22a twice in this stop's rehearsal)."""
-    return {pod["metadata"]["name"]: restart_count(pod) - before.get(pod["metadata"]["uid"], 0)
-            for pod in sc.handler_pods(role)}

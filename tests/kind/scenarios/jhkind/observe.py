@@ -185,6 +185,20 @@ def ready_false_at(pod: dict) -> float | None:
     return parse_time(cond.get("lastTransitionTime"))
 
 
+def ready_at(pod: dict) -> float | None:
+    """Server time the Ready condition last turned True (None while not Ready)."""
+    cond = condition(pod, "Ready")
+    return parse_time(cond.get("lastTransitionTime")) if cond and cond.get("status") == "True" else None
+
+
+def started_at(pod: dict, container: str) -> float | None:
+    """Server time the container's current run started (None while it does not run)."""
+    for st in (pod.get("status") or {}).get("containerStatuses") or []:
+        if st["name"] == container:
+            return parse_time(((st.get("state") or {}).get("running") or {}).get("startedAt"))
+    return None
+
+
 def terminated_state(pod: dict, container: str | None = None) -> dict | None:
     """The terminated state of the pod's (first or named) main container, if it ended."""
     for st in (pod.get("status") or {}).get("containerStatuses") or []:

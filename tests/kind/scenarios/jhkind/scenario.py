@@ -225,6 +225,18 @@ class Scenario:
         wait_until(done, timeout, f"the rollout of role {role} (old pods gone, new pods Ready)",
                    describe=self.describe_pods)
 
+    def restart_counts(self, role: str = "job") -> dict[str, int]:
+        """uid -> container restarts of the role's current pods."""
+        return {pod["metadata"]["uid"]: restart_count(pod) for pod in self.handler_pods(role)}
+
+    def restarts_since(self, before: dict[str, int], role: str = "job") -> dict[str, int]:
+        """pod name -> container restarts since `before` (restart_counts at a test's start; a pod
+        created since counts from 0). Not the install's whole timeline (handler_restarts): on a
+        shared install a handler that restarted while it started under load, before any test,
+        failed every test after it, and their reruns (22a twice in stop 33's rehearsal)."""
+        return {pod["metadata"]["name"]: restart_count(pod) - before.get(pod["metadata"]["uid"], 0)
+                for pod in self.handler_pods(role)}
+
     def handler_restarts(self) -> dict[str, int]:
         """pod -> highest restart count seen on the timeline (handler pods only)."""
         from .observe import max_restarts
