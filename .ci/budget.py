@@ -35,7 +35,7 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "kind-postgres": (60, "check"),      # 4 s
     "kind-up-nodes": (90, "check"),      # the node scenarios' cluster, beside the first's scenarios
     "kind-postgres-nodes": (60, "check"),
-    "test-cpu": (1500, "check"),         # stop 32: 1435 s niced beside both scenario passes (rehearsal), 2054 s in CI with 2 Galaxy reruns beside it
+    "test-cpu": (1800, "check"),         # niced beside both scenario passes, so its time is theirs too: 1418-1435 s in rehearsals, 2054 s (stop 32) and > 2250 s (stop 33) in CI with Galaxy reruns beside it; 181 s alone
     "test-kind-main": (2700, "check"),   # stop 32 rehearsal: 2831 s (docs/ci-times.md); 3096 s in its CI with 2 Galaxy reruns
     "test-kind-nodes": (1500, "check"),  # stop 32: 1504 s with 22c, on its own cluster beside the main pass
     "test-wait": (900, "check"),         # stop 33: 938 s beside both scenario passes (+ signing and kind-switch tests); stop 32: 791 s

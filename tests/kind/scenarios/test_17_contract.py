@@ -200,8 +200,8 @@ def test_17ab_contract_split_vs_all_in_pre_deploy(scenario_pair: tuple[Scenario,
 
 
 def test_17c_rollback_between_the_phases(scenario: Scenario) -> None:
-    """helm upgrade to v3 (split) times out (helm's --timeout 150s applies to each operation: the
-    post-upgrade hook's) while the post-deploy Job waits for a 400 s job on the draining v2 pod;
+    """helm upgrade to v3 (split) times out (helm's --timeout 150s bounds the post-upgrade hook)
+    while the post-deploy Job waits for a 400 s job on the draining v2 pod;
     `helm rollback` to v2: v2 runs on the pre-deploy revision 5, no failed request, and the
     waiting post-deploy Job never drops the column (v2 pods run another image). The 400 s job
     keeps running on its v2 pod (cleanup ends it)."""
@@ -217,15 +217,17 @@ def test_17c_rollback_between_the_phases(scenario: Scenario) -> None:
     t_up = time.time()
     with p.phase("helm upgrade to v3 (split), --timeout 150s: fails while the post-deploy Job waits"):
         sc.values = sc.values_for(v2, values)
+        # no --wait: helm's timeout then bounds the hook alone, so the post-deploy Job always runs;
+        # with --wait a rollout slower than 150 s on a loaded machine failed helm before the hook
+        # (the post-deploy Job itself waits for the rollout: every handler pod of the new image)
         res = sc.helm.run(["upgrade", sc.release, str(CHART), "-n", sc.namespace, "-f",
-                           str(sc._values_file(sc.values)), "--wait", "--timeout", "150s"], timeout=900)
+                           str(sc._values_file(sc.values)), "--timeout", "150s"], timeout=900)
         p.fact("helm_upgrade_seconds", round(res.seconds, 1))
     p.fact("helm_upgrade_exit", res.rc)
     assert res.rc != 0, res.stdout[-1000:]
     assert sc.db.schema_revision() == 5
     posts = [j for j in sc.kube.jobs(sc.namespace) if j["metadata"]["name"].endswith("-post-migration")]
-    assert posts, ("helm timed out before the post-upgrade hook (the rollout outlasted 150 s on this machine): "
-                   f"nothing between the phases to test; {sc.describe_pods()}")
+    assert posts, f"helm failed before the post-upgrade hook: {res.stderr[-1500:]} {sc.describe_pods()}"
     with p.phase("helm rollback to v2 --wait"):
         rb = sc.helm.run(["rollback", sc.release, "1", "-n", sc.namespace, "--wait", "--timeout", "180s"], timeout=300)
         assert rb.rc == 0, rb.stderr[-1500:]
@@ -239,7 +241,7 @@ def test_17c_rollback_between_the_phases(scenario: Scenario) -> None:
         return (bool(pods) and all(image_tag(q) == V2_TAG for q in pods) and len(live) == want
                 and all(pod_ready(q) for q in live))
     with p.phase("v2 pods only (the draining v2 job pod still runs its job), the schema still at 5"):
-        wait_until(v2_only, 150, "only v2 pods, all Ready", describe=sc.describe_pods)
+        wait_until(v2_only, 300, "only v2 pods, all Ready", describe=sc.describe_pods)
         job = sc.db.job(jid)
         assert job["state"] in ("running", "done") and job["attempts"] == 1, job  # neither lost nor rerun
         assert sc.db.schema_revision() == 5

@@ -137,12 +137,24 @@ def submit_paused(sc: Scenario, pod: str, seconds: list[float]) -> None:
     submitted, every worker consumes again (`add_consumer`): the windows fill from a full
     queue at once, however long the submit took on a loaded machine."""
     ctl = ["celery", "-A", "jhcelery", "control"]
-    for args in (["cancel_consumer", QUEUE], None, ["add_consumer", QUEUE]):
-        if args is None:
-            submit(sc, pod, seconds)
-            continue
-        res = run(sc, pod, ctl + args, timeout=120)
+
+    def control(*args: str) -> None:
+        res = run(sc, pod, [*ctl, *args], timeout=120)
         assert res.rc == 0, f"celery control {args[0]}: exit {res.rc} {res.stdout[-500:]} {res.stderr[-1000:]}"
+    control("cancel_consumer", QUEUE)
+    submit(sc, pod, seconds)
+    control("add_consumer", QUEUE)
+    # Every worker must consume again. `celery control` exits 0 once one worker replied: on a
+    # loaded machine another may miss the broadcast (stop 33's CI: one consumer of two, and the
+    # one worker ran the whole queue). add_consumer is idempotent, so it is sent again until
+    # RabbitMQ counts a consumer per worker.
+    workers = len(sc.handler_pods("job"))
+    deadline = time.monotonic() + 120
+    while queue_counts(sc)["consumers"] < workers:
+        assert time.monotonic() < deadline, f"{workers} consumers of {QUEUE!r} after add_consumer: {queue_counts(sc)}"
+        time.sleep(3)
+        if queue_counts(sc)["consumers"] < workers:
+            control("add_consumer", QUEUE)
 
 
 def fill_windows(sc: Scenario, pod: str, seconds: list[float], unacked: int, running: int | None = None,
