@@ -33,7 +33,8 @@ def _pytest_requirement() -> str:
 @pytest.fixture(scope="module")
 def user_venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """bin/ of a fresh venv with the wheel and pytest (nothing else of this repository)."""
-    return install("wheel", dist["wheel"], tmp_path_factory.mktemp("venv-gentests"), _pytest_requirement())
+    return install("wheel", dist["wheel"], tmp_path_factory.mktemp("venv-gentests"), _pytest_requirement(),
+                   installer="uv")
 
 
 @pytest.fixture(scope="module")

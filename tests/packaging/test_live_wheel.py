@@ -27,7 +27,7 @@ SUITE = "live/test_live_my_values.py"
 @pytest.fixture(scope="module")
 def live_venv(dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """bin/ of a fresh venv with the wheel and its `live` extra."""
-    return install("wheel", Path(f"{dist['wheel']}[live]"), tmp_path_factory.mktemp("venv-live"))
+    return install("wheel", Path(f"{dist['wheel']}[live]"), tmp_path_factory.mktemp("venv-live"), installer="uv")
 
 
 def _project(tmp: Path, values: Path, venv: Path, helm_path: str) -> Path:

@@ -121,14 +121,12 @@ def live_progress(request) -> Iterator[None]:
     Progress.terminal = None
 
 
-# Galaxy's upgrade (16e, ~15 min of one worker) is collected first, so it starts at once on a
-# worker of its own: `--dist loadgroup` queues the next scope behind a worker's current one, and
-# in file order 16e could land behind the Galaxy group's install (16a-16d) on one worker and set
-# the run's length. Everything else keeps file order: putting all the long scenarios first
-# (Galaxy x3 and Celery's four namespaces at once) overloaded the 2 cores, and 16c and 18a failed.
-# 22e (Galaxy 25.1 -> 26.1 on the Kubernetes runner, an install of its own, 6.5 min alone) too:
-# in file order it is collected last and would start on the last free worker.
-FIRST = ("test_16e_", "test_22e_")
+# Each Galaxy module is one lane (its pytestmark's xdist_group: one worker runs all its tests in
+# collection order), and `--dist loadgroup` hands the biggest scopes out first: the two lanes
+# start at once on two workers, the third runs the other scenarios. In each lane, the tests with
+# an install of their own come first, so the module-scoped install does not sit idle beside them
+# (a module fixture lives until the module's last test). Everything else keeps file order.
+FIRST = ("test_16e_", "test_16b_", "test_22e_")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

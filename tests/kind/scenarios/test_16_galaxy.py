@@ -34,9 +34,12 @@ from jhkind.scenario import Scenario, job_completed_at
 from jhkind.shared import Shared, open_shared, per_test
 from jhkind.waits import WaitTimeout, wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
-# the tests of the module-scoped install: one worker runs them all (make test-kind: --dist loadgroup)
-SHARED = pytest.mark.xdist_group("galaxy")
+# One Galaxy lane: one worker runs every test of this module, one after the other (make test-kind:
+# --dist loadgroup), the ones with installs of their own first (conftest.FIRST), then the ones
+# of the module-scoped install. Galaxy is most of the scenarios' CPU: with a worker per install,
+# four Galaxy installs started at once (16a's, 16e's, 22's and 22c's on the node cluster) and the
+# first minutes ran at load 28-35 on 2 cores (stop 33's CI: 16c failed twice).
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}
 HELM_ROLES = ("web", "workflow", "job0", "job1")  # 16b: galaxy-helm's layout, all Deployments
@@ -63,7 +66,6 @@ def shared(request, galaxy: Shared, scenario_summary: dict) -> Iterator[Scenario
         yield sc
 
 
-@SHARED
 def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
     sc, p = shared, shared.progress
     p.fact("helm_install_wait_seconds", round(galaxy.install.seconds, 1))
@@ -118,7 +120,6 @@ def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
         assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
 
 
-@SHARED
 def test_16f_galaxy_local_job_cost(shared: Scenario) -> None:
     """What a job costs on the local runner, on an undisturbed install (22d is the Kubernetes
     runner's): 3 jh_sleep jobs of 20 s, each `ok`; per job queued -> running, queued -> the
@@ -259,7 +260,6 @@ def _new_jobs(sc: Scenario, before: set[int]) -> list[dict]:
     return [j for j in gx.jobs(sc) if j["id"] not in before]
 
 
-@SHARED
 def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
     """Rollout restart of the job StatefulSet while sleep jobs run: the StatefulSet replaces one
     pod at a time, the old process exits before its successor (same name) starts; the local
@@ -325,7 +325,6 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         assert sum(restarts.values()) == 0, restarts
 
 
-@SHARED
 def test_16d_galaxy_liveness_sigstop(shared: Scenario) -> None:
     """SIGSTOP one job handler from its node: its heartbeat log goes stale, the liveness probe
     (maxAge 150 s, 3 x 20 s) restarts the container in place with the probe-level grace."""

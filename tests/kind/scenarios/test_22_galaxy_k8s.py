@@ -40,8 +40,9 @@ from jhkind.scenario import Scenario, job_completed_at
 from jhkind.shared import Shared, per_test
 from jhkind.waits import wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800)]
-SHARED = pytest.mark.xdist_group("galaxy-k8s")
+# The Kubernetes runner's Galaxy lane: one worker runs every test of this module (see
+# test_16_galaxy's pytestmark), 22e first (conftest.FIRST); 22c runs in the node pass.
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy-k8s")]
 
 @pytest.fixture(scope="module")
 def galaxy_k8s(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
@@ -143,7 +144,6 @@ def _check_jobs(sc: Scenario, watch: JobWatch, ids: set[int], durations: list[in
     return rows
 
 
-@SHARED
 def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s: Shared) -> None:
     """Rollout restart of the job StatefulSet while 4 sleep jobs run as Kubernetes Jobs (70 s:
     they end during the rollout, some while their handler is away; 240 s: they outlive it). The
@@ -189,7 +189,6 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
         assert sum(restarts.values()) == 0, restarts
 
 
-@SHARED
 def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) -> None:
     """Force-delete (grace 0: SIGKILL, no shutdown code runs) a job handler while its jobs run
     as Kubernetes Jobs, and hold it away (the StatefulSet scaled below its ordinal: a node
@@ -259,7 +258,6 @@ def _job_pods_on(watch: JobWatch, node: str, jobs: set[str]) -> list[str]:
     return sorted(pod for pod, where in watch.nodes.items() if where == node and pod in mine)
 
 
-@SHARED
 @pytest.mark.nodes
 def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared) -> None:
     """`kubectl drain` (eviction API, the roles' PDBs) of the worker that runs a job handler,
@@ -357,7 +355,6 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
         nodes.uncordon(sc.kube, node)
 
 
-@SHARED
 def test_22d_galaxy_k8s_job_cost(shared: Scenario, galaxy_k8s: Shared) -> None:
     """What a job costs on the Kubernetes runner, on an undisturbed install (16f is the local
     runner's): 3 jh_sleep jobs of 20 s; per job queued -> running, queued -> the tool's first
