@@ -1,6 +1,8 @@
 """The generated live suites (issue 34): `jobhandlers gen-tests --live` writes a suite for a
 values file and its job description, and that suite runs here as a user would run it
-(`pytest DIR` with KUBECONFIG), in a scratch namespace of its own.
+(`pytest DIR` with KUBECONFIG), in a scratch namespace of its own: the tool and the suite's
+pytest come from a fresh venv with the wheel of this checkout and its `live` extra
+(jhkind.wheel, one per module and worker), not from the repository's venv.
 
 24a: the reference workload (values-examples/minimal.yaml, values-examples/jobs/minimal.yaml,
 jobs capped at 30 s): every generated test passes. 24b, the negative control: the same app
@@ -15,7 +17,6 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,12 +24,12 @@ import pytest
 import yaml
 
 from jhkind import postgres as pg_mod
+from jhkind import wheel
 from jhkind.helm import ROOT, deep_merge, write_values
 from jhkind.progress import Progress
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1500)]
 
-JH = ROOT / ".venv" / "bin" / "jobhandlers"
 EXAMPLES = ROOT / "values-examples"
 MINIMAL = EXAMPLES / "minimal.yaml"
 JOBS = EXAMPLES / "jobs" / "minimal.yaml"
@@ -36,7 +37,13 @@ NEGATIVE_JOB_S = 120
 ALL_TESTS = {"install", "rollout", "eviction", "waiting", "uninstall"}
 
 
-def _suite(tmp_path: Path, postgres: pg_mod.Postgres, overrides: dict, jobs: Path, cap: int | None,
+@pytest.fixture(scope="module")
+def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bin/ of the user's venv: jobhandlers[live] from the wheel (build + uv: ~20 s)."""
+    return wheel.user_venv(tmp_path_factory.mktemp("user-venv"))
+
+
+def _suite(tool: Path, tmp_path: Path, postgres: pg_mod.Postgres, overrides: dict, jobs: Path, cap: int | None,
            example: Path = MINIMAL) -> Path:
     """A database, the values (the example with the database and `overrides`), and the
     generated suite in tmp_path/live."""
@@ -47,19 +54,20 @@ def _suite(tmp_path: Path, postgres: pg_mod.Postgres, overrides: dict, jobs: Pat
         "host": postgres.host, "port": 5432, "name": name, "user": name, "password": password}}, overrides)
     vfile = write_values(tmp_path / "values.yaml", values)
     out = tmp_path / "live"
-    args = [str(JH), "gen-tests", "--live", str(vfile), str(jobs), "--out", str(out)]
+    args = [str(tool / "jobhandlers"), "gen-tests", "--live", str(vfile), str(jobs), "--out", str(out)]
     gen = subprocess.run(args + (["--max-job-seconds", str(cap)] if cap else []), capture_output=True, text=True,
                          timeout=120, check=False)
     assert gen.returncode == 0, gen.stdout + gen.stderr
     return out
 
 
-def _run(out: Path, kubeconfig: str, p: Progress, *select: str) -> tuple[int, str, dict]:
-    """pytest on the generated suite, as a user runs it; (exit code, output, its JSON report)."""
+def _run(tool: Path, out: Path, kubeconfig: str, p: Progress, *select: str) -> tuple[int, str, dict]:
+    """pytest on the generated suite, as a user runs it (the user venv's pytest); (exit code,
+    output, its JSON report)."""
     report = out / "live-results.json"
-    env = {**os.environ, "KUBECONFIG": kubeconfig}
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")} | {"KUBECONFIG": kubeconfig}
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--live-report", str(report),
+    proc = subprocess.run([str(tool / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider", "--live-report", str(report),
                            *select, str(out)], cwd=out, env=env, capture_output=True, text=True, timeout=1400,
                           check=False)
     p.fact("generated_suite_seconds", round(time.monotonic() - t0, 1))
@@ -70,13 +78,13 @@ def _run(out: Path, kubeconfig: str, p: Progress, *select: str) -> tuple[int, st
     return proc.returncode, proc.stdout + proc.stderr, doc
 
 
-def test_24a_generated_live_workload(kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24a_generated_live_workload(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """The reference workload's generated suite passes on kind: install, rollout, eviction,
     waiting pod, uninstall."""
     p = Progress("24a")
-    out = _suite(tmp_path, postgres, {}, JOBS, cap=30)
+    out = _suite(tool, tmp_path, postgres, {}, JOBS, cap=30)
     with p.phase("the generated live suite"):
-        rc, text, doc = _run(out, kind_kubeconfig, p)
+        rc, text, doc = _run(tool, out, kind_kubeconfig, p)
     assert rc == 0, text[-5000:]
     _passed(doc)
 
@@ -88,19 +96,19 @@ def _passed(doc: dict) -> None:
         assert doc["tests"][test]["jobs_done_once"] == doc["tests"][test]["jobs"] > 0, doc
 
 
-def test_24c_generated_live_procrastinate(kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24c_generated_live_procrastinate(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """procrastinate (values-examples/procrastinate.yaml, its job description, jobs of 30 s):
     the generated suite passes."""
     p = Progress("24c")
-    out = _suite(tmp_path, postgres, {}, EXAMPLES / "jobs" / "procrastinate.yaml", cap=30,
+    out = _suite(tool, tmp_path, postgres, {}, EXAMPLES / "jobs" / "procrastinate.yaml", cap=30,
                  example=EXAMPLES / "procrastinate.yaml")
     with p.phase("the generated live suite"):
-        rc, text, doc = _run(out, kind_kubeconfig, p)
+        rc, text, doc = _run(tool, out, kind_kubeconfig, p)
     assert rc == 0, text[-5000:]
     _passed(doc)
 
 
-def test_24b_generated_live_negative_control(kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24b_generated_live_negative_control(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """maxJobRuntimeSeconds 5 with jobs of 120 s: the rollout test fails, names the job and
     says the grace was too short. (The jobs are long enough that most of their length is
     left when the old pods begin to stop: `helm upgrade` runs the migration hook and waits
@@ -110,9 +118,9 @@ def test_24b_generated_live_negative_control(kind_kubeconfig: str, postgres: pg_
     desc["roles"]["job"]["jobSeconds"] = NEGATIVE_JOB_S
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(yaml.safe_dump(desc))
-    out = _suite(tmp_path, postgres, {"handlers": {"job": {"maxJobRuntimeSeconds": 5}}}, jobs, cap=None)
+    out = _suite(tool, tmp_path, postgres, {"handlers": {"job": {"maxJobRuntimeSeconds": 5}}}, jobs, cap=None)
     with p.phase("the generated live suite: install and rollout"):
-        rc, text, doc = _run(out, kind_kubeconfig, p, "-k", "test_install or test_rollout")
+        rc, text, doc = _run(tool, out, kind_kubeconfig, p, "-k", "test_install or test_rollout")
     assert rc == 1, text[-5000:]
     assert doc["tests"]["install"]["passed"] is True, doc
     assert doc["tests"]["rollout"]["passed"] is False, doc
@@ -121,7 +129,7 @@ def test_24b_generated_live_negative_control(kind_kubeconfig: str, postgres: pg_
     p.fact("negative_control_message", m.group(0)[:600])
 
 
-def test_24d_generated_live_celery(kube, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24d_generated_live_celery(tool: Path, kube, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """Celery on RabbitMQ (values-examples/django-celery.yaml, its job description, jobs of
     30 s; the broker in a namespace of its own, as scenario 18's in theirs): the generated
     suite passes."""
@@ -142,10 +150,10 @@ def test_24d_generated_live_celery(kube, kind_kubeconfig: str, postgres: pg_mod.
         overrides = {"env": env, "startupProbe": {"periodSeconds": 2, "failureThreshold": 150, "timeoutSeconds": 30},
                      "handlers": {"job": {"resources": {"requests": {"cpu": "20m", "memory": "160Mi"}},
                                           "readinessProbe": {**slow, "periodSeconds": 31}, "livenessProbe": slow}}}
-        out = _suite(tmp_path, postgres, overrides, EXAMPLES / "jobs" / "django-celery.yaml", cap=30,
+        out = _suite(tool, tmp_path, postgres, overrides, EXAMPLES / "jobs" / "django-celery.yaml", cap=30,
                      example=EXAMPLES / "django-celery.yaml")
         with p.phase("the generated live suite"):
-            rc, text, doc = _run(out, kind_kubeconfig, p)
+            rc, text, doc = _run(tool, out, kind_kubeconfig, p)
     finally:
         kube.delete_namespace(broker_ns)
     assert rc == 0, text[-5000:]
