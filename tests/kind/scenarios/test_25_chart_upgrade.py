@@ -1,5 +1,6 @@
 """Upgrading the chart itself with jobs in flight (issue 35): 25a the released 0.2.0 chart to
-HEAD's; 25b a role's kind switched Deployment -> StatefulSet -> Deployment in one upgrade each:
+HEAD's with the reference workload, 25d with a real app (procrastinate, the values example as
+0.2.0 shipped it); 25b a role's kind switched Deployment -> StatefulSet -> Deployment in one upgrade each:
 refused by the chart (JH061) while the old kind runs, then let through with
 `kindSwitch.allowOverlap: true` (measured: both kinds run at once); 25c the documented two-step
 switch (replicas 0, then the kind), which the chart lets through without it: 0 lost, 0 overlap."""
@@ -11,7 +12,10 @@ import time
 
 import pytest
 
+import yaml
+
 from jhkind import objects, released, switch
+from jhkind import procrastinate as pc
 from jhkind.cluster import job_state
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
@@ -113,6 +117,68 @@ def test_25a_upgrade_from_release_with_jobs_in_flight(scenario: Scenario) -> Non
         p.fact("migration_pods", sum(runs.values()))
         assert revisions == 2 and len(runs) == revisions and set(runs.values()) == {1}, (revisions, runs)
         assert all(job_state(j) == "complete" for j in sc.migration_jobs()), [j.get("status") for j in sc.migration_jobs()]
+
+
+def test_25d_upgrade_a_real_app_from_release_with_jobs_in_flight(scenario: Scenario) -> None:
+    """procrastinate, unmodified, on the values example as the 0.2.0 release shipped it (its
+    values-examples/procrastinate.yaml: 2 workers, SIGTERM alone, exec probes), with only the
+    database, one worker and a 60 s job bound changed: installed with the released chart, then
+    `helm upgrade` to HEAD's chart with the same values while jobs run. Every job succeeds once,
+    nothing undeclared is re-created, the migration Job runs once per revision, 0 restarts."""
+    sc, p = scenario, scenario.progress
+    old_release = sc.workdir / f"release-{FROM}"
+    old_chart = released.chart(FROM, old_release)
+    example = yaml.safe_load((old_release / "values-examples" / "procrastinate.yaml").read_text())
+    example.pop("database")
+    values = {**example, "handlers": {**example["handlers"], "job": {
+        **example["handlers"]["job"], "replicas": 1, "maxJobRuntimeSeconds": 60,
+        "resources": {"requests": {"cpu": "10m", "memory": "96Mi"}}}}}
+    with p.phase(f"install the released {FROM} chart with its procrastinate example"):
+        sc.install(values, chart=old_chart).check(f"helm install {FROM}")
+        sc.wait_handlers_ready(180)
+    before = objects.uids(sc.kube, sc.helm, sc.release, sc.namespace)
+    templates = _templates(sc)
+    pods = {role: {pod["metadata"]["uid"] for pod in sc.handler_pods(role)} for role in templates}
+    rng = random.Random(26)
+    durations = [round(rng.uniform(10, 20), 1) for _ in range(8)]
+    with p.phase(f"defer {len(durations)} sleep_task jobs of 10-20 s; 4 in flight"):
+        pc.defer(sc, sc.handler_pods("job")[0]["metadata"]["name"], durations)
+        wait_until(lambda: pc.job_report(sc)["states"].get("doing", 0) >= 4, 90, "4 jobs in flight",
+                   describe=lambda: str(pc.job_report(sc)))
+    with p.phase(f"helm upgrade {FROM} -> HEAD, same values"):
+        res = sc.upgrade(values).check(f"helm upgrade {FROM} -> HEAD")
+        p.fact("helm_upgrade_seconds", round(res.seconds, 1))
+    with p.phase("every job succeeds, once"):
+        wait_until(lambda: pc.job_report(sc)["states"].get("succeeded", 0) == len(durations), 300,
+                   "all jobs to succeed", interval=2, describe=lambda: str(pc.job_report(sc)))
+        report = pc.job_report(sc)
+        p.fact("job_report", report)
+        p.fact("jobs_lost", len(durations) - report["states"].get("succeeded", 0))
+        assert report["unfinished_runs"] == 0 and report["reruns"] == 0, report
+        sc.wait_handlers_ready(180)
+    with p.phase("only declared objects re-created; pods rolled where the template changed"):
+        change = objects.recreated(before, objects.uids(sc.kube, sc.helm, sc.release, sc.namespace))
+        p.fact("objects_changed", {k: [f"{kind}/{name}" for kind, name in v] for k, v in change.items()})
+        declared = released.declared_recreations(FROM)
+        undeclared = [key for keys in change.values() for key in keys
+                      if not released.is_declared(key[0], key[1], FULLNAME, declared)]
+        assert not undeclared, f"deleted/created/re-created, not declared in lifecycle.yaml upgrades.{FROM}: {undeclared}"
+        after = _templates(sc)
+        assert after.keys() == templates.keys(), (sorted(templates), sorted(after))
+        changed = {role: after[role] != templates[role] for role in templates}
+        live = {role: {pod["metadata"]["uid"] for pod in sc.handler_pods(role)} for role in templates}
+        rolled = {role: not (live[role] & pods[role]) for role in templates}
+        p.fact("template_changed", changed)
+        p.fact("rolled", rolled)
+        assert rolled == changed, f"rolled {rolled} but template changed {changed}"
+        restarts = sc.handler_restarts()
+        p.fact("restarts_total", sum(restarts.values()))
+        assert sum(restarts.values()) == 0, restarts
+    with p.phase("the migration ran once per release revision"):
+        revisions = len(sc.helm.history(sc.release, sc.namespace))
+        runs = _migration_runs(sc)
+        p.fact("migration_jobs", len(runs))
+        assert revisions == 2 and len(runs) == revisions and set(runs.values()) == {1}, (revisions, runs)
 
 
 def _refused_without_ack(sc: Scenario, kind: str, old_kind: str) -> None:
