@@ -126,7 +126,7 @@ def live_progress(request) -> Iterator[None]:
 # start at once on two workers, the third runs the other scenarios. In each lane, the tests with
 # an install of their own come first, so the module-scoped install does not sit idle beside them
 # (a module fixture lives until the module's last test). Everything else keeps file order.
-FIRST = ("test_16e_", "test_16b_", "test_22e_")
+FIRST = ("test_16b_", "test_22e_")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -28,11 +28,12 @@ import yaml
 from jhkind import galaxy as gx
 from jhkind import galaxy_k8s as gk
 from jhkind import gxcost, nodes
-from jhkind.cluster import Kube, parse_time, pod_ready
+from jhkind.client import summarize
+from jhkind.cluster import Kube, job_state, parse_time, pod_ready
 from jhkind.galaxy_k8s import JobWatch
 from jhkind.helm import Helm
 from jhkind.identity import lifetimes, overlaps
-from jhkind.observe import deletion_started, terminated_state
+from jhkind.observe import deletion_started, is_handler_pod, ready_at, started_at, terminated_state
 from jhkind.podstats import PodUsage
 from jhkind.postgres import Postgres
 from jhkind.progress import Progress
@@ -393,24 +394,39 @@ def _old_version_overrides() -> dict:
     return {"image": {"tag": gx.OLD_TAG}, "files": {"job_conf.xml": conf.replace(new, old)}}
 
 
+# 22e's web keeps serving 10 s (the chart's default) after it turns not Ready, not the example's
+# 2 s: with 2 s, a loaded machine's endpoint updates landed after the old web stopped listening
+# and 2 requests of the upgrade were refused (both tries of stop 33's rehearsal).
+WEB_PRESTOP = {"drain": {"preStopSeconds": 10}}
+
+
 @pytest.mark.timeout(2400)
 def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scenario) -> None:
     """Galaxy 25.1.3 on its Kubernetes runner (galaxy-k8s.yaml with the :25.1 image, job pods
-    too) with 4 jh_sleep jobs running as Kubernetes Jobs, then `helm upgrade --wait` to 26.1.2:
-    the pre-upgrade Job runs Galaxy's migrations while 25.1's handlers and their Jobs run, the
-    job StatefulSet then rolls to 26.1, whose handlers (same server names) adopt the Jobs 25.1
-    created. Measured: each job's end state and output, Kubernetes Jobs per Galaxy job, job pod
-    restarts. Its own install (another Galaxy version)."""
+    too) with 4 jh_sleep jobs running as Kubernetes Jobs, then `helm upgrade --wait` to 26.1.2
+    while a client polls /api/version through the web Service: the pre-upgrade Job runs
+    Galaxy's own migrations while 25.1's handlers and their Jobs run (the alembic revisions move
+    to 26.1's heads; 26.1's schema-check passes), every 26.1 process starts only after it, the
+    job StatefulSet rolls to 26.1, whose handlers (same server names) adopt the Jobs 25.1
+    created. 0 restarts, 0 failed requests. Measured: each job's end state and output,
+    Kubernetes Jobs per Galaxy job, job pod restarts. Its own install (another Galaxy version).
+    Until stop 32 the upgrade without jobs was 16e's, on the local runner: one Galaxy upgrade
+    now proves both."""
     sc, p = scenario, scenario.progress
     watch = JobWatch(sc.kube, sc.namespace).start()
     pv = None
     try:
         with p.phase(f"ReadWriteMany claim {gk.CLAIM}; install Galaxy 25.1.3 with its Kubernetes runner"):
             pv = gk.shared_claim(sc.kube, sc.namespace)
-            res = gx.install(sc, _old_version_overrides(), timeout_s=900, example=gx.EXAMPLE_K8S)
+            res = gx.install(sc, _old_version_overrides(), WEB_PRESTOP, timeout_s=900, example=gx.EXAMPLE_K8S)
             res.check("helm install of galaxy-k8s.yaml on Galaxy 25.1")
             p.fact("install_25_1_seconds", round(res.seconds, 1))
             assert gx.api_version(sc)["version_major"] == gx.OLD_TAG
+            old_revs = gx.revisions(sc)
+            p.fact("revisions_25_1", sorted(old_revs))
+            assert len(old_revs) == 2, old_revs  # gxy and tsi
+            old_image = f"{gx.IMAGE.split(':')[0]}:{gx.OLD_TAG}"
+            assert {gx.app_image(pod) for pod in sc.handler_pods()} == {old_image}
         durations = [120, 120, 300, 300]
         with p.phase(f"submit sleep jobs {durations} to 25.1; all running as Kubernetes Jobs"):
             before_lines = _contents(sc)
@@ -418,28 +434,64 @@ def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scena
             wait_until(lambda: all(r["state"] == "running" for r in _rows(sc, ids)), 300, "every job running",
                        interval=2, describe=lambda: str(_rows(sc, ids)))
             p.fact("handlers_of_running_jobs", sorted(r["handler"] for r in _rows(sc, ids)))
+            c = gx.client(sc)  # polls /api/version since the submission
+            wait_until(lambda: any(r.ok for r in c.requests()), 120, "a successful GET /api/version")
         old = {pod["metadata"]["uid"] for pod in sc.handler_pods()}
         with p.phase("helm upgrade --wait to Galaxy 26.1.2 (pre-upgrade migration Job, then the rollout)"):
             t0 = time.time()
-            res = gx.upgrade(sc, timeout_s=1500, example=gx.EXAMPLE_K8S)
+            res = gx.upgrade(sc, WEB_PRESTOP, timeout_s=1500, example=gx.EXAMPLE_K8S)
+            t_end = time.time()
             res.check("helm upgrade to Galaxy 26.1")
             p.fact("helm_upgrade_wait_seconds", round(res.seconds, 1))
             sc.wait_handlers_ready(300)
             assert not {pod["metadata"]["uid"] for pod in sc.handler_pods()} & old
             assert gx.api_version(sc)["version_major"] == "26.1"
             p.fact("states_after_upgrade", {r["id"]: r["state"] for r in _rows(sc, ids)})
+        with p.phase("the pre-upgrade Job migrated the schema to 26.1's heads while the jobs ran"):
             [job] = sc.migration_jobs()
+            assert "pre-upgrade" in (job["metadata"].get("annotations") or {}).get("helm.sh/hook", ""), job["metadata"]
+            assert job_state(job) == "complete", job.get("status")
             started, done = parse_time(job["status"]["startTime"]), job_completed_at(job)
-            p.fact("migration_job_seconds", round(done - started, 1) if started and done else None)
+            assert started is not None and done is not None and started >= t0 - 5, (started, t0)
+            p.fact("migration_job_seconds", round(done - started, 1))
             p.fact("jobs_running_during_migration", sorted(
                 r["id"] for r in _rows(sc, ids)
-                if r["running"] and r["running"] < (started or t0)
-                and (watch.completed.get(r["external_id"]) or 1e18) > (done or 1e18)))
+                if r["running"] and r["running"] < started
+                and (watch.completed.get(r["external_id"]) or 1e18) > done))
+            mlog = sc.kube.logs(sc.namespace, gx.job_pod(sc, job), "migrate")
+            # jhgalaxy migrate's watchdog: old sessions idle in a transaction that blocked it
+            p.fact("blocking_sessions_terminated",
+                   [line[:300] for line in mlog.splitlines() if "terminated session" in line])
+            assert "jhgalaxy migrate: waited" in mlog, mlog[-3000:]
+            new_revs = gx.revisions(sc)
+            p.fact("revisions_26_1", sorted(new_revs))
+            assert len(new_revs) == 2 and new_revs != old_revs, (old_revs, new_revs)
+            target = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))[0]
+            check = sc.kube.exec(sc.namespace, target, ["jhgalaxy", "schema-check"], container="job", timeout=180)
+            assert check.rc == 0, f"26.1's schema-check in {target}: exit {check.rc} (0 = at the code's heads)\n" \
+                                  f"{check.stdout[-1500:]}{check.stderr[-1500:]}"
+        with p.phase("every 26.1 process started after the migration; 0 failed requests while it upgraded"):
+            pods = sc.handler_pods()
+            assert {gx.app_image(pod) for pod in pods} == {gx.IMAGE}, [gx.app_image(pod) for pod in pods]
+            starts = {pod["metadata"]["name"]: started_at(pod, gx.role_of(pod)) for pod in pods}
+            p.fact("app_start_after_migration_s", {n: round(t - done, 1) for n, t in starts.items() if t})
+            assert all(t is not None and t >= done for t in starts.values()), (done, starts)
+            new_pods = [pod for pod in sc.timeline.last_pods().values()
+                        if is_handler_pod(pod) and gx.app_image(pod) == gx.IMAGE]
+            first = min(parse_time(pod["metadata"]["creationTimestamp"]) for pod in new_pods)
+            p.fact("first_new_pod_after_migration_s", round(first - done, 1))
+            assert first >= done - 1, f"a 26.1 pod was created {done - first:.0f}s before the migration ended"
+            ready = {pod["metadata"]["name"]: ready_at(pod) for pod in pods}
+            p.fact("all_ready_after_migration_s", round(max(ready.values()) - done, 1))
+            s = summarize(c.requests(), t0, t_end)
+            p.fact("requests_during_upgrade", s)
+            assert s["requests"] > 30, s
+            assert s["failed"] == 0, s
         with p.phase("every job final: ok with its output, one Kubernetes Job and one pod each"):
             wait_until(lambda: not [r for r in _rows(sc, ids) if r["state"] in gx.UNFINISHED], 600,
                        "every job final", interval=3, describe=lambda: str(_rows(sc, ids)))
             _check_jobs(sc, watch, ids, durations, before_lines, p)
-        with p.phase("26.1's handlers adopted the Jobs 25.1 created"):
+        with p.phase("26.1's handlers adopted the Jobs 25.1 created; 0 restarts"):
             logs = "".join(sc.kube.logs(sc.namespace, pod["metadata"]["name"], "job") for pod in sc.handler_pods("job"))
             names = {r["id"]: r["external_id"] for r in _rows(sc, ids)}
             recovered = {i: f"k8s trying to recover job: {n}" in logs for i, n in names.items()}
