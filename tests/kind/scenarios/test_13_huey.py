@@ -49,8 +49,9 @@ def test_13a_huey_fresh_install_locked_migration(scenario: Scenario) -> None:
         assert sum(restarts.values()) == 0, restarts
 
 
-def rollout_with_tasks(sc: Scenario, drain: dict[str, Any], n: int) -> dict[str, Any]:
-    """Install 2 consumers (2 process workers each), enqueue n tasks of 10-25 s, rollout-restart
+def rollout_with_tasks(sc: Scenario, drain: dict[str, Any], n: int,
+                       seconds: tuple[float, float] = (10, 25)) -> dict[str, Any]:
+    """Install 2 consumers (2 process workers each), enqueue n tasks of `seconds` (10-25 s), rollout-restart
     the role with tasks in flight, wait until the queue is empty and no live pod runs one.
     Returns the job report plus, per old pod, its exit code and seconds from delete to exit."""
     p = sc.progress
@@ -60,9 +61,9 @@ def rollout_with_tasks(sc: Scenario, drain: dict[str, Any], n: int) -> dict[str,
     grace = sc.grace("job")
     p.fact("job_grace_seconds", grace)
     rng = random.Random(13)
-    durations = [round(rng.uniform(10, 25), 1) for _ in range(n)]
+    durations = [round(rng.uniform(*seconds), 1) for _ in range(n)]
     pod0 = sc.handler_pods("job")[0]["metadata"]["name"]
-    with p.phase(f"enqueue {n} sleep_task of 10-25 s"):
+    with p.phase(f"enqueue {n} sleep_task of {seconds[0]:.0f}-{seconds[1]:.0f} s"):
         hy.enqueue(sc, pod0, durations)
         wait_until(lambda: hy.job_report(sc)["unfinished_runs"] >= 3, 60, "3 tasks in flight",
                    describe=lambda: str(hy.job_report(sc)))
@@ -123,7 +124,9 @@ def test_13c_huey_rollout_sigterm_alone_loses_tasks(scenario: Scenario) -> None:
     """The same rollout with drain.mode none: after the preStop sleep the kubelet's SIGTERM
     interrupts the running tasks (huey's immediate shutdown) and huey drops them."""
     sc, p = scenario, scenario.progress
-    report = rollout_with_tasks(sc, hy.NAIVE_DRAIN, 8)
+    # tasks of 40-60 s: still running when SIGTERM comes, however slow the rollout's start on a
+    # loaded machine (with 10-25 s the control failed twice in stop 34's loaded first rehearsal)
+    report = rollout_with_tasks(sc, hy.NAIVE_DRAIN, 8, seconds=(40, 60))
     p.fact("jobs_lost", report["lost"])
     with p.phase("tasks interrupted and lost: the signal adapter of 13b measures something real"):
         assert report["interrupted_runs"] > 0 and report["lost"] > 0, report
