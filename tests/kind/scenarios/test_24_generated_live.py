@@ -65,7 +65,9 @@ def _run(tool: Path, out: Path, kubeconfig: str, p: Progress, *select: str) -> t
     """pytest on the generated suite, as a user runs it (the user venv's pytest); (exit code,
     output, its JSON report)."""
     report = out / "live-results.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")} | {"KUBECONFIG": kubeconfig}
+    # a user's shell: helm on PATH (the repository's, built by make tools), nothing of this venv
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "JOBHANDLERS_HELM")} | {
+        "KUBECONFIG": kubeconfig, "PATH": f"{ROOT / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     t0 = time.monotonic()
     proc = subprocess.run([str(tool / "python"), "-m", "pytest", "-v", "-p", "no:cacheprovider", "--live-report", str(report),
                            *select, str(out)], cwd=out, env=env, capture_output=True, text=True, timeout=1400,
