@@ -32,9 +32,14 @@ def no_shell_values() -> dict:
         "drain": {"mode": "none"},
         "handlers": {
             "web": {"readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2},
-                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10}},
+                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10,
+                                      "timeoutSeconds": 5}},
+            # the probe is an interpreter start: on a loaded machine (load 40 in stop 34's
+            # rehearsals, where 10 failed twice) it can take seconds, so the liveness probe gets
+            # 20 s and three tries before it restarts a handler that is in fact alive (a slow
+            # readiness probe only delays Ready)
             "job": {"replicas": 2, "readinessProbe": {**beat(10), "periodSeconds": 6},
-                    "livenessProbe": {**beat(120), "periodSeconds": 30}},
+                    "livenessProbe": {**beat(120, timeout=20), "periodSeconds": 30, "failureThreshold": 3}},
         },
     }
 
