@@ -35,7 +35,7 @@ class App:
         env.update(self.extra_env)
         return env
 
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """`django-admin ARGS` to completion."""
         return subprocess.run([str(self.venv / "bin" / "django-admin"), *args], env=self.env(), cwd=self.workdir,
                               capture_output=True, text=True, timeout=timeout)
