@@ -6,14 +6,12 @@ Nothing here skips: a missing helm or build frontend is a failure that names the
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from packaging_support import HELM, REPO, USER_FILES, install, run
+from packaging_support import HELM, USER_FILES, build_dist, install
 
 
 @pytest.fixture(scope="session")
@@ -27,17 +25,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """python -m build: the sdist, then the wheel built from that sdist (once per session).
     Built from a copy of the sources: setuptools writes jobhandlers.egg-info/ and build/ next
     to them, and other tests (renders into rendered/) run in the checkout at the same time."""
-    out = tmp_path_factory.mktemp("dist")
-    src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    for name in ("generator", "chart"):
-        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    proc = run([sys.executable, "-m", "build", "--outdir", out, src], cwd=out)
-    assert proc.returncode == 0, f"python -m build failed (pip install -e '.[test]'?):\n{proc.stdout}\n{proc.stderr}"
-    wheels, sdists = sorted(out.glob("jobhandlers-*.whl")), sorted(out.glob("jobhandlers-*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
-    return {"wheel": wheels[0], "sdist": sdists[0]}
+    built = build_dist(tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("dist"))
+    assert built.keys() == {"wheel", "sdist"}, built
+    return built
 
 
 @pytest.fixture(scope="session")

@@ -40,6 +40,23 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def build_dist(src: Path, out: Path, *flags: str) -> dict[str, Path]:
+    """`python -m build FLAGS` of a copy of the sources in `src` (setuptools writes
+    jobhandlers.egg-info/ and build/ next to them, and other tests read the checkout at the same
+    time) into `out`: {"wheel": ..., "sdist": ...}, each present when built."""
+    src.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for name in ("generator", "chart"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    proc = run([sys.executable, "-m", "build", *flags, "--outdir", out, src], cwd=out)
+    assert proc.returncode == 0, f"python -m build failed (pip install -e '.[test]'?):\n{proc.stdout}\n{proc.stderr}"
+    found = {"wheel": sorted(out.glob("jobhandlers-*.whl")), "sdist": sorted(out.glob("jobhandlers-*.tar.gz"))}
+    assert all(len(v) <= 1 for v in found.values()), sorted(p.name for p in out.iterdir())
+    return {k: v[0] for k, v in found.items() if v}
+
+
 # uv, pinned by the Makefile (make venv): the venvs that only host the generated and live suites
 # are filled by it. pip stays for test_packaging's wheel and sdist: what a user runs.
 UV = REPO / ".venv-uv" / "bin" / "uv"

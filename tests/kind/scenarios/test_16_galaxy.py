@@ -7,13 +7,13 @@ jobs in flight (identity overlap, orphaned jobs); 16c a rollout of the job State
 jobs in flight (one process per identity, every job final); 16d liveness on Galaxy's
 heartbeat log (a SIGSTOPped handler is restarted in place); 16f what a job costs on the
 local runner (22d: on the Kubernetes runner). The upgrade from Galaxy 25.1.3 to 26.1.2 across
-Galaxy's real migrations under a client loop (16e until stop 32) is 22e's, with Kubernetes
+Galaxy's real migrations under a client loop (16e until stop 33) is 22e's, with Kubernetes
 Jobs in flight: one Galaxy upgrade per run instead of two.
 
 16a, 16f, 16c and 16d share one install (jhkind.shared: one Galaxy costs minutes of a 2-core
-machine; each checks what it needs first, so any of them also runs alone) and one xdist
-group, so one worker builds it once. 16b has an install of its own and no group: under `make test-kind`
-it runs on another worker beside the shared install."""
+machine; each checks what it needs first, so any of them also runs alone). 16b has an install
+of its own. The whole module is one xdist group (its pytestmark): under `make test-kind` one
+worker runs 16b first, then builds the shared install once for the others."""
 
 from __future__ import annotations
 

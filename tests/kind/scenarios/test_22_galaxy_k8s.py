@@ -410,7 +410,7 @@ def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scena
     job StatefulSet rolls to 26.1, whose handlers (same server names) adopt the Jobs 25.1
     created. 0 restarts, 0 failed requests. Measured: each job's end state and output,
     Kubernetes Jobs per Galaxy job, job pod restarts. Its own install (another Galaxy version).
-    Until stop 32 the upgrade without jobs was 16e's, on the local runner: one Galaxy upgrade
+    Until stop 33 the upgrade without jobs was 16e's, on the local runner: one Galaxy upgrade
     now proves both."""
     sc, p = scenario, scenario.progress
     watch = JobWatch(sc.kube, sc.namespace).start()

@@ -150,11 +150,10 @@ def submit_paused(sc: Scenario, pod: str, seconds: list[float]) -> None:
     # RabbitMQ counts a consumer per worker.
     workers = len(sc.handler_pods("job"))
     deadline = time.monotonic() + 120
-    while queue_counts(sc)["consumers"] < workers:
-        assert time.monotonic() < deadline, f"{workers} consumers of {QUEUE!r} after add_consumer: {queue_counts(sc)}"
+    while (counts := queue_counts(sc))["consumers"] < workers:
+        assert time.monotonic() < deadline, f"{workers} consumers of {QUEUE!r} after add_consumer: {counts}"
         time.sleep(3)
-        if queue_counts(sc)["consumers"] < workers:
-            control("add_consumer", QUEUE)
+        control("add_consumer", QUEUE)
 
 
 def fill_windows(sc: Scenario, pod: str, seconds: list[float], unacked: int, running: int | None = None,

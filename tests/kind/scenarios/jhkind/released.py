@@ -4,26 +4,17 @@ tag or recorded commit) and what chart/lifecycle.yaml `upgrades:` declares for u
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 from jobhandlers import upgrades
 
-from .helm import ROOT
+from . import support
 
 
 def _releases_module() -> ModuleType:
-    """tests/apiserver/releases.py, loaded by path (tests/apiserver is no package)."""
-    name = "jh_apiserver_releases"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "apiserver" / "releases.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """tests/apiserver/releases.py."""
+    return support.load("tests/apiserver/releases.py")
 
 
 def chart(version: str, dest: Path) -> Path:
