@@ -34,7 +34,7 @@ def base_values(pg_host: str, database: str, password: str) -> dict[str, Any]:
                       "waitForDatabase": {"timeoutSeconds": 60, "intervalSeconds": 1}},
         "waitForMigrations": {"timeoutSeconds": 300, "intervalSeconds": 1},
         "heartbeat": {"intervalSeconds": 1},
-        "readiness": {"maxAgeSeconds": 10, "periodSeconds": 2, "failureThreshold": 1, "timeoutSeconds": 2},
+        "readiness": {"maxAgeSeconds": 10, "periodSeconds": 5, "failureThreshold": 1, "timeoutSeconds": 2},
         "startupProbe": {"periodSeconds": 1, "failureThreshold": 120, "timeoutSeconds": 2},
         "drain": {"runtimeMultiplier": 1.0, "bufferSeconds": 10, "preStopSeconds": 3},
         "handlers": {
