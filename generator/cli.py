@@ -94,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "and eviction with jobs in flight, a waiting pod's stop and uninstall (needs --out)")
     t.add_argument("--max-job-seconds", type=int, default=None, metavar="N",
                    help="--live: cap the test jobs' length at N seconds (quick runs)")
+    t.add_argument("--from", dest="upgrade_from", default=None, metavar="CHART",
+                   help="--live: add an upgrade test that installs CHART (a chart folder, a .tgz, oci://... or "
+                        "repo/name: what helm install takes) and upgrades it to the tool's chart with jobs in flight")
+    t.add_argument("--from-version", default=None, metavar="VERSION",
+                   help="--live, with --from: the chart version (helm's --version, for oci:// and repo charts)")
+    t.add_argument("--from-values", type=Path, default=None, metavar="FILE",
+                   help="--live: the values the release runs before the upgrade (an older image.tag, or the old "
+                        "chart's keys; default: VALUES). Alone, without --from: the same chart, other values")
     return p
 
 
@@ -226,6 +234,10 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
 
     if args.live:
         return _gen_live(args)
+    if args.upgrade_from or args.from_version or args.from_values or args.max_job_seconds is not None:
+        print("jobhandlers gen-tests: --from, --from-version, --from-values and --max-job-seconds go with --live",
+              file=sys.stderr)
+        return EXIT_INPUT
     examples = _examples(args.examples)
     if args.values:
         missing = [str(v) for v in args.values if not v.is_file()]
@@ -260,7 +272,7 @@ def cmd_gen_tests(args: argparse.Namespace) -> int:
 def _gen_live(args: argparse.Namespace) -> int:
     """jobhandlers gen-tests --live VALUES [JOBS] --out DIR."""
     from .findings import render_findings
-    from .live.generate import generate
+    from .live.generate import UpgradeFrom, generate
 
     if not 1 <= len(args.values) <= 2 or args.out is None or args.check or args.examples or args.kube_version:
         print("jobhandlers gen-tests --live: give VALUES [JOBS] and --out DIR (no --check, --examples, "
@@ -269,7 +281,14 @@ def _gen_live(args: argparse.Namespace) -> int:
     if args.max_job_seconds is not None and args.max_job_seconds < 1:
         print("jobhandlers gen-tests --live: --max-job-seconds must be >= 1", file=sys.stderr)
         return EXIT_INPUT
-    res = generate(args.values[0], args.values[1] if len(args.values) == 2 else None, args.out, args.max_job_seconds)
+    if args.from_version and not args.upgrade_from:
+        print("jobhandlers gen-tests --live: --from-version needs --from CHART", file=sys.stderr)
+        return EXIT_INPUT
+    upgrade = None
+    if args.upgrade_from or args.from_values:
+        upgrade = UpgradeFrom(args.upgrade_from, args.from_version, args.from_values)
+    res = generate(args.values[0], args.values[1] if len(args.values) == 2 else None, args.out, args.max_job_seconds,
+                   upgrade)
     if res.findings:
         sys.stderr.write(render_findings(res.findings, 1 + (len(args.values) == 2), "text"))
     if res.exit_code:

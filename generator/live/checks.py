@@ -301,6 +301,50 @@ def waiting_pod(live: Live) -> None:
         f"the waiting pod took {n['gone_seconds']} s to go (limit {WAITING_GONE_LIMIT} s, grace {n['grace_seconds']} s)"
 
 
+def upgrade(live: Live, chart: str | Path, version: str | None, values: list[Path]) -> None:
+    """Install `chart` (--from) with `values` (--from-values), start jobs, then `helm upgrade`
+    to the tool's chart with the suite's values: the migration Job ran once and succeeded,
+    every job started before the upgrade is done exactly once, the pods that rolled exited
+    before their grace, the new ones have 0 restarts. Uninstalls at the end."""
+    if live.installed:  # the earlier tests' release (uninstall deselected or failed)
+        live.helm.uninstall(max(r["grace"] for r in live.expect["roles"].values()) + 120).check("helm uninstall")
+        live.installed = False
+    n: dict[str, Any] = {"from": f"{chart}{' ' + version if version else ''}"}
+    res = live.helm.install(values, live.expect["install_timeout"], ["--version", version] if version else (),
+                            chart=chart)
+    n["helm_install_from_seconds"] = res.seconds
+    live.results.record("upgrade", **n)
+    res.check(f"helm install of {n['from']}")
+    live.installed = True
+    wait_for("every handler pod of the old release Ready", lambda: all(ready(p) for p in live.handler_pods())
+             and bool(live.handler_pods()), 120)
+    jobs = _submit_in_flight(live)
+    old = {p.metadata.uid for p in live.handler_pods()}
+    n["job_seconds"] = {r: live.job_seconds(r) for r in live.expect["job_roles"]}
+    with PodRecorder(live.kube, live.namespace, live.release) as rec:
+        time.sleep(1)
+        t0 = time.time()
+        res = live.helm.upgrade(live.values, live.expect["install_timeout"])
+        n["helm_upgrade_seconds"] = res.seconds
+        live.results.record("upgrade", **n)
+        res.check("helm upgrade to the tool's chart")
+        stopped = {u for u in old if u in rec.traces and rec.traces[u].sigterm_at is not None}
+        stopped |= {u for u in old if u not in {p.metadata.uid for p in live.handler_pods()}}
+        n["pods_rolled"] = len(stopped)
+        traces, states = _settle(live, rec, stopped, jobs, n)
+    _left_at_stop(live, jobs, traces, n)
+    problems = _job_problems(live, jobs, states, traces) + _exit_problems(live, traces, n)
+    problems += _check_migration(live, n) + _new_pod_problems(live, old, n)
+    migrations = _migration_jobs(live)
+    if migrations and live.expect["migration"]:
+        n["migration_job_of_the_upgrade"] = (ts(migrations[0].metadata.creation_timestamp) or 0) >= t0 - 1
+    live.results.record("upgrade", **n)
+    grace = max(r["grace"] for r in live.expect["roles"].values())
+    live.helm.uninstall(grace + 120).check("helm uninstall after the upgrade test")
+    live.installed = False
+    assert not problems, "; ".join(problems)
+
+
 def _kept_hooks(live: Live) -> set[str]:
     """kind/name of the release's hooks helm keeps after they ran (no hook-succeeded delete
     policy): helm never deletes hooks on uninstall, so these stay by the chart's design."""

@@ -22,6 +22,23 @@ CONFTEST = "conftest.py"
 HEADER_LIVE = HEADER + " (jobhandlers gen-tests --live)"
 
 
+@dataclass(frozen=True)
+class UpgradeFrom:
+    """--from CHART [--from-version V] [--from-values FILE]: what the upgrade test installs
+    first. chart None: the tool's own chart (only the values differ)."""
+
+    chart: str | None = None
+    version: str | None = None
+    values: Path | None = None
+
+    def local_chart(self) -> Path | None:
+        """The chart as a path when it is one (a folder or a .tgz), else None (oci://, repo/name)."""
+        if self.chart is None or "://" in self.chart:
+            return None
+        path = Path(self.chart)
+        return path if path.exists() or self.chart.startswith((".", "/")) or self.chart.endswith(".tgz") else None
+
+
 @dataclass
 class LiveResult:
     """What gen-tests --live wrote, or the findings that stopped it."""
@@ -65,21 +82,63 @@ def expectations(values: dict[str, Any], roles: list[spec.RoleJobs], name: str,
     }
 
 
+def _upgrade_findings(frm: UpgradeFrom) -> list[Finding]:
+    """A local --from chart must be a chart folder or a .tgz; --from-values must load."""
+    out: list[Finding] = []
+    local = frm.local_chart()
+    if local is not None and not ((local / "Chart.yaml").is_file() or (local.is_file() and local.suffix == ".tgz")):
+        out.append(Finding(str(local), 0, 0, "JH069", "error", "input", "",
+                           "--from names no chart: neither a folder with Chart.yaml nor a .tgz",
+                           "give a chart folder, a packaged .tgz, oci://HOST/PATH/NAME or REPO/NAME"))
+    if frm.values is not None:
+        vf = load_values(frm.values)
+        out += vf.findings
+    return out
+
+
+def _rel(path: Path, out_dir: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
+
+
+def _upgrade_expect(frm: UpgradeFrom, out_dir: Path) -> dict[str, Any]:
+    """What the generated upgrade test installs first: local paths relative to the suite."""
+    local = frm.local_chart()
+    return {"chart": {"local": _rel(local, out_dir)} if local is not None else {"ref": frm.chart} if frm.chart else None,
+            "version": frm.version,
+            "values": _rel(frm.values, out_dir) if frm.values is not None else None}
+
+
+def _upgrade_code(up: dict[str, Any] | None) -> str:
+    """FROM_CHART and FROM_VALUES of the generated suite (empty without --from/--from-values)."""
+    if up is None:
+        return ""
+    chart = up["chart"]
+    chart_expr = ("None  # the tool's own chart" if chart is None else
+                  f"HERE / {chart['local']!r}" if "local" in chart else repr(chart["ref"]))
+    values_expr = f"[HERE / {up['values']!r}]" if up["values"] else "VALUES"
+    return f"FROM_CHART = {chart_expr}\nFROM_VALUES = {values_expr}\n"
+
+
 def _suite_timeout(expect: dict[str, Any]) -> int:
-    """Per test: install timeout, or the longest job plus the longest grace, with margin."""
+    """Per test: install timeout, or the longest job plus the longest grace, with margin (the
+    upgrade test installs and then upgrades: twice the install timeout)."""
     grace = max(r["grace"] for r in expect["roles"].values())
     longest = max([r["seconds"] or expect["roles"][k]["max_job_runtime"] for k, r in expect["job_roles"].items()] or [0])
     if expect["max_job_seconds"]:
         longest = min(longest, expect["max_job_seconds"])
-    return max(expect["install_timeout"], 2 * (longest + grace) + 600)
+    installs = 2 if expect.get("upgrade") else 1
+    return max(installs * expect["install_timeout"], 2 * (longest + grace) + 600)
 
 
-def generate(values_path: Path, jobs_path: Path | None, out_dir: Path, max_job_seconds: int | None = None) -> LiveResult:
+def generate(values_path: Path, jobs_path: Path | None, out_dir: Path, max_job_seconds: int | None = None,
+             upgrade: UpgradeFrom | None = None) -> LiveResult:
     """Write test_live_<name>.py and conftest.py into out_dir; input problems as findings."""
     res = LiveResult()
     jobs_path = jobs_path or spec.default_path(values_path)
     vf = load_values(values_path)
     res.findings = vf.findings or check_schema(vf)
+    if upgrade is not None:
+        res.findings += _upgrade_findings(upgrade)
     if exit_code(res.findings):
         return res
     values = merged(vf.data)
@@ -89,13 +148,20 @@ def generate(values_path: Path, jobs_path: Path | None, out_dir: Path, max_job_s
         return res
     name = re.sub(r"[^0-9a-z]+", "-", values_path.stem.lower()).strip("-") or "app"
     expect = expectations(values, roles, name, max_job_seconds)
-    rel = Path(os.path.relpath(values_path.resolve(), out_dir.resolve())).as_posix()
+    expect["upgrade"] = _upgrade_expect(upgrade, out_dir) if upgrade is not None else None
+    rel = _rel(values_path, out_dir)
     env = _env()
     regenerate = f"jobhandlers gen-tests --live {values_path} {jobs_path} --out {out_dir}"
+    if upgrade is not None:
+        regenerate += "".join(f" {flag} {value}" for flag, value in (
+            ("--from", upgrade.chart), ("--from-version", upgrade.version), ("--from-values", upgrade.values)) if value)
+    if max_job_seconds:
+        regenerate += f" --max-job-seconds {max_job_seconds}"
     texts = {
         file_name(values_path): env.get_template("test_live.py.j2").render(
             header=HEADER_LIVE, regenerate=regenerate, values_name=values_path.name, jobs_name=jobs_path.name,
-            values_from_test=rel, expect=expect, timeout=_suite_timeout(expect)),
+            values_from_test=rel, expect=expect, timeout=_suite_timeout(expect),
+            upgrade_code=_upgrade_code(expect["upgrade"])),
         CONFTEST: env.get_template("live_conftest.py.j2").render(header=HEADER_LIVE, regenerate=regenerate),
     }
     conftest = out_dir / CONFTEST

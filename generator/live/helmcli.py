@@ -49,9 +49,10 @@ class Helm:
             rc, out = 124, f"helm {args[0]} still running after {timeout + 60:.0f} s: {exc}"
         return HelmRun(tuple(args), rc, out, round(time.monotonic() - t0, 1))
 
-    def install(self, values: Sequence[Path], timeout: int, extra: Sequence[str] = ()) -> HelmRun:
-        """helm install --wait."""
-        return self.run(["install", self.release, str(self.chart), *self._values(values), *extra,
+    def install(self, values: Sequence[Path], timeout: int, extra: Sequence[str] = (),
+                chart: str | Path | None = None) -> HelmRun:
+        """helm install --wait (of the release's chart, or `chart`: a path, oci://... or repo/name)."""
+        return self.run(["install", self.release, str(chart or self.chart), *self._values(values), *extra,
                          "--wait", "--timeout", f"{timeout}s"], timeout)
 
     def upgrade(self, values: Sequence[Path], timeout: int, extra: Sequence[str] = ()) -> HelmRun:

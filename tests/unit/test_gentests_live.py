@@ -62,6 +62,56 @@ def test_generated_suite_collects(tmp_path: Path) -> None:
         assert name in proc.stdout
 
 
+@pytest.mark.parametrize(("frm", "chart", "version", "values"), [
+    (["--from", str(REPO / "chart")], REPO / "chart", None, MINIMAL),
+    (["--from", "oci://registry.example/charts/jobhandlers", "--from-version", "0.3.0"],
+     "oci://registry.example/charts/jobhandlers", "0.3.0", MINIMAL),
+    (["--from-values", str(REPO / "values-examples" / "long-jobs.yaml")], None, None,
+     REPO / "values-examples" / "long-jobs.yaml"),
+])
+def test_from_adds_an_upgrade_test(tmp_path: Path, frm: list[str], chart: object, version: str | None,
+                                   values: Path) -> None:
+    """--from/--from-values: test_upgrade, last, installs what they name (local paths relative
+    to the suite, so it moves with it) before upgrading to the tool's chart."""
+    proc = _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path / "out"), *frm)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out"
+    text = (out / "test_live_minimal.py").read_text()
+    assert text.index("def test_uninstall") < text.index("def test_upgrade")
+    assert "--from" in text.splitlines()[1]
+    ns: dict = {"__file__": str(out / "test_live_minimal.py")}
+    exec(compile(text, "gen", "exec"), ns)  # noqa: S102 - our own generated module
+    got = ns["FROM_CHART"]
+    assert (got.resolve() if isinstance(got, Path) else got) == (chart.resolve() if isinstance(chart, Path) else chart)
+    assert [v.resolve() for v in ns["FROM_VALUES"]] == [values.resolve()]
+    assert ns["EXPECT"]["upgrade"]["version"] == version
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(out)],
+                          cwd=out, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "test_upgrade" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_without_from_no_upgrade_test(tmp_path: Path) -> None:
+    assert _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path)).returncode == 0
+    text = (tmp_path / "test_live_minimal.py").read_text()
+    assert "test_upgrade" not in text and "FROM_CHART" not in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--from", "/no/such/chart"], "/no/such/chart: error JH069 --from names no chart"),
+    (["--from-version", "0.3.0"], "--from-version needs --from CHART"),
+    (["--from-values", "/no/such/values.yaml"], "/no/such/values.yaml"),
+])
+def test_from_input_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = _gen(str(MINIMAL), str(JOBS), "--out", str(tmp_path / "out"), *args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_from_without_live_exits_2() -> None:
+    proc = run_jh("gen-tests", "--from", str(REPO / "chart"))
+    assert proc.returncode == 2 and "go with --live" in proc.stderr
+
+
 @pytest.mark.parametrize(("text", "where", "rule"), [
     (GOOD.replace("version: 1", "version: 2"), ":1:1: error JH065 [version]", "JH065"),
     (GOOD.replace("field: state", "feld: state"), ":5:47: error JH065 [roles.job.state.feld] unknown key `feld`", "JH065"),

@@ -5,7 +5,10 @@ pytest come from a fresh venv with the wheel of this checkout and its `live` ext
 (jhkind.wheel, one per module and worker), not from the repository's venv.
 
 24a: the reference workload (values-examples/minimal.yaml, values-examples/jobs/minimal.yaml,
-jobs capped at 30 s): every generated test passes. 24b, the negative control: the same app
+jobs capped at 30 s, `--from` the released 0.2.0 chart): every generated test passes, the
+upgrade from 0.2.0 with jobs in flight among them (it replaced hand-written 25a: the same
+jobs-in-flight, migration-once and restart checks; what the upgrade re-creates and rolls is
+held by tests/apiserver/test_apiserver_upgrade.py for every example and live by 25d). 24b, the negative control: the same app
 with maxJobRuntimeSeconds below its jobs' length must fail its rollout test, naming the
 killed job and saying the grace was too short. The values differ from the examples only in
 the database (the scenarios' PostgreSQL)."""
@@ -24,7 +27,7 @@ import pytest
 import yaml
 
 from jhkind import postgres as pg_mod
-from jhkind import wheel
+from jhkind import released, wheel
 from jhkind.helm import ROOT, deep_merge, write_values
 from jhkind.progress import Progress
 
@@ -35,6 +38,7 @@ MINIMAL = EXAMPLES / "minimal.yaml"
 JOBS = EXAMPLES / "jobs" / "minimal.yaml"
 NEGATIVE_JOB_S = 120
 ALL_TESTS = {"install", "rollout", "eviction", "waiting", "uninstall"}
+FROM = "0.2.0"  # 24a's --from: the release before the last, whose chart rolls every role on upgrade
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +48,7 @@ def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _suite(tool: Path, tmp_path: Path, postgres: pg_mod.Postgres, overrides: dict, jobs: Path, cap: int | None,
-           example: Path = MINIMAL) -> Path:
+           example: Path = MINIMAL, extra: tuple[str, ...] = ()) -> Path:
     """A database, the values (the example with the database and `overrides`), and the
     generated suite in tmp_path/live."""
     name = f"live_{secrets.token_hex(3)}"
@@ -55,7 +59,7 @@ def _suite(tool: Path, tmp_path: Path, postgres: pg_mod.Postgres, overrides: dic
     vfile = write_values(tmp_path / "values.yaml", values)
     out = tmp_path / "live"
     args = [str(tool / "jobhandlers"), "gen-tests", "--live", str(vfile), str(jobs), "--out", str(out)]
-    gen = subprocess.run(args + (["--max-job-seconds", str(cap)] if cap else []), capture_output=True, text=True,
+    gen = subprocess.run(args + (["--max-job-seconds", str(cap)] if cap else []) + list(extra), capture_output=True, text=True,
                          timeout=120, check=False)
     assert gen.returncode == 0, gen.stdout + gen.stderr
     return out
@@ -82,19 +86,24 @@ def _run(tool: Path, out: Path, kubeconfig: str, p: Progress, *select: str) -> t
 
 def test_24a_generated_live_workload(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """The reference workload's generated suite passes on kind: install, rollout, eviction,
-    waiting pod, uninstall."""
+    waiting pod, uninstall, and the upgrade from the released 0.2.0 chart (`--from`) with jobs
+    in flight: every job done once, the migration Job of the upgrade ran once, every handler
+    pod rolled and exited before its grace."""
     p = Progress("24a")
-    out = _suite(tool, tmp_path, postgres, {}, JOBS, cap=30)
-    with p.phase("the generated live suite"):
+    old_chart = released.chart(FROM, tmp_path / f"release-{FROM}")
+    out = _suite(tool, tmp_path, postgres, {}, JOBS, cap=30, extra=("--from", str(old_chart)))
+    with p.phase(f"the generated live suite, with the upgrade from {FROM}"):
         rc, text, doc = _run(tool, out, kind_kubeconfig, p)
     assert rc == 0, text[-5000:]
-    _passed(doc)
+    _passed(doc, ALL_TESTS | {"upgrade"})
+    up = doc["tests"]["upgrade"]
+    assert up["pods_rolled"] > 0 and up["migration_job_of_the_upgrade"] is True, up
 
 
-def _passed(doc: dict) -> None:
-    assert set(doc["tests"]) == ALL_TESTS, doc
+def _passed(doc: dict, tests: set[str] = ALL_TESTS) -> None:
+    assert set(doc["tests"]) == tests, doc
     assert all(row.get("passed") for row in doc["tests"].values()), doc
-    for test in ("rollout", "eviction"):
+    for test in {"rollout", "eviction", "upgrade"} & tests:
         assert doc["tests"][test]["jobs_done_once"] == doc["tests"][test]["jobs"] > 0, doc
 
 
