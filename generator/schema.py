@@ -163,6 +163,24 @@ def _passes_compiled(chart_dir: Path, data: Mapping[str, Any]) -> bool:
     return True
 
 
+def _touched(vf: ValuesFile, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The merged values under the top-level keys the file sets. The root schema relates no two
+    keys (type, additionalProperties, required, properties), and the chart's own defaults pass
+    it (tests/unit/test_schema.py), so every error lies under a key the file sets: jsonschema
+    need not walk the other subtrees (the batch check's largest cost)."""
+    if not isinstance(vf.data, Mapping) or not isinstance(data, Mapping):
+        return data
+    return {k: v for k, v in data.items() if k in vf.data}
+
+
+def _artificially_missing(err: ValidationError, data: Mapping[str, Any]) -> bool:
+    """A root `required` error for a key that _touched left out but the merged values have."""
+    if err.validator != "required" or err.absolute_path:
+        return False
+    m = re.match(r"'(.+)' is a required property$", err.message)
+    return bool(m) and isinstance(data, Mapping) and m.group(1) in data
+
+
 def validate(vf: ValuesFile, schema_file: Path | None = None,
              values: Mapping[str, Any] | None = None) -> list[Finding]:
     """Schema findings for one loaded values file, validated after merging over the chart
@@ -170,7 +188,8 @@ def validate(vf: ValuesFile, schema_file: Path | None = None,
     deepest part of the key path in the file. Default schema: the active chart's
     (`charts.active()`, i.e. --chart or the shipped one)."""
     data = merged(vf.data) if values is None else values
-    if schema_file is None and _passes_compiled(charts.active(), data):
+    own = schema_file is None  # the active chart's schema, which its own defaults pass
+    if own and _passes_compiled(charts.active(), data):
         return []
     schema_file = schema_file or charts.active() / "values.schema.json"
     try:
@@ -179,7 +198,8 @@ def validate(vf: ValuesFile, schema_file: Path | None = None,
         return [Finding(str(schema_file), 0, 0, "JHS002", ERROR, INPUT, "", f"chart schema unusable: {exc}",
                         "restore chart/values.schema.json")]
     findings: list[Finding] = []
-    errors = [leaf for err in validator.iter_errors(data) for leaf in _expand(err)]
+    errors = [leaf for err in validator.iter_errors(_touched(vf, data) if own else data) for leaf in _expand(err)
+              if not (own and _artificially_missing(leaf, data))]
     for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
         path = list(err.absolute_path)
         if err.validator == "additionalProperties":

@@ -99,3 +99,30 @@ def test_null_deleting_a_block_or_key_the_chart_needs() -> None:
     # nulls the chart documents stay allowed: a default role removed, an optional key unset
     assert _errors("handlers:\n  web: null\nliveness:\n  terminationGracePeriodSeconds: null\n"
                    "nodeLossTolerationSeconds: null\ncommands:\n  drain: null\n") == []
+
+
+def test_only_the_keys_the_file_sets_are_walked(monkeypatch) -> None:
+    """validate() hands jsonschema only the top-level keys the file sets (the rest are the
+    chart's defaults, valid by test_chart_defaults_are_valid): the same findings as the walk of
+    every merged key, for schema errors, nulls, unknown keys and clean files."""
+    import sys
+
+    from generator import schema
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        import check_bench
+    finally:
+        sys.path.remove(str(bench))
+    texts = [t.format(n=3, rt=600, r=2, d=5, b=20, ra=30, la=300, low=10) for _, t in check_bench.VARIANTS]
+    texts += ["image: null\ndrain:\n  bufferSeconds: null\n", "handlers:\n  web:\n    replicas: -1\n  job: 3\n",
+              "networkPolicy:\n  enabled: yes\n  extra: 1\nfoo: {}\n", "heartbeat:\n  intervalSeconds: 0\n"]
+    examples = sorted((Path(__file__).resolve().parents[2] / "values-examples").glob("*.yaml"))
+    texts += [p.read_text() for p in examples]
+    loaded = [parse_values(t, "v.yaml") for t in texts]
+    walked_less = [validate(vf) for vf in loaded if vf.ok]
+    monkeypatch.setattr(schema, "_touched", lambda vf, data: data)
+    monkeypatch.setattr(schema, "_passes_compiled", lambda chart, data: False)
+    assert walked_less == [validate(vf) for vf in loaded if vf.ok]
+    assert sum(bool(f) for f in walked_less) >= 5
