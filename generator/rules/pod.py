@@ -89,6 +89,23 @@ def _restricted_problems(pod: Mapping[str, Any], container: Mapping[str, Any]) -
     return out
 
 
+def _restricted_omissions(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[str]:
+    """What restricted requires that the merged contexts leave unset (a `null` over the chart's
+    default, or a context of the user's without it). A value restricted forbids is JH073's,
+    named at its own key, so the two rules never report one cause twice."""
+    out = []
+    if pod.get("runAsNonRoot") is None and container.get("runAsNonRoot") is None:
+        out.append("runAsNonRoot unset")
+    if not ((pod.get("seccompProfile") or {}).get("type") or (container.get("seccompProfile") or {}).get("type")):
+        out.append("no seccompProfile")
+    if container.get("allowPrivilegeEscalation") is None:
+        out.append("allowPrivilegeEscalation unset (restricted needs false)")
+    caps = container.get("capabilities")
+    if not isinstance(caps, Mapping) or caps.get("drop") is None:
+        out.append("capabilities.drop unset (restricted needs ALL)")
+    return out
+
+
 def _deep(base: Any, over: Any) -> Any:
     if isinstance(base, Mapping) and isinstance(over, Mapping):
         return {**base, **{k: _deep(base.get(k), v) for k, v in over.items()}}
@@ -96,18 +113,33 @@ def _deep(base: Any, over: Any) -> Any:
 
 
 def _jh018(ctx: Context) -> Iterator[Hit]:
+    """Per role whose own contexts the file sets, at them; the other roles together, once, at
+    the chart-wide contexts (one cause, one finding)."""
+    shared: dict[str, list[str]] = {}
     for role in model.enabled_roles(ctx.values):
         spec = (ctx.values.get("handlers") or {}).get(role) or {}
         pod = _deep(ctx.get("podSecurityContext") or {}, spec.get("podSecurityContext") or {})
         container = _deep(ctx.get("containerSecurityContext") or {}, spec.get("securityContext") or {})
-        problems = _restricted_problems(pod, container)
-        if problems:
-            yield Hit([_p(f"handlers.{role}.securityContext"), _p(f"handlers.{role}.podSecurityContext"),
-                       _p("containerSecurityContext"), _p("podSecurityContext")],
-                      f"role {role} leaves Pod Security \"restricted\" ({'; '.join(problems)}): a namespace that "
-                      "enforces restricted rejects its pods",
-                      "keep the chart's defaults (runAsNonRoot, RuntimeDefault seccomp, no privilege escalation, "
-                      "drop ALL), or label the namespace for the Pod Security level you need")
+        problems = _restricted_omissions(pod, container)
+        if not problems:
+            continue
+        own = [_p(f"handlers.{role}.{k}") for k in ("securityContext", "podSecurityContext")
+               if ctx.user_sets(f"handlers.{role}.{k}")]
+        if not own:
+            shared[role] = problems
+            continue
+        yield _jh018_hit(own, f"role {role}", problems)
+    if shared:
+        problems = sorted({p for ps in shared.values() for p in ps})
+        yield _jh018_hit([_p("containerSecurityContext"), _p("podSecurityContext")],
+                         f"role{'s' if len(shared) > 1 else ''} {', '.join(sorted(shared))}", problems)
+
+
+def _jh018_hit(paths: list[KeyPath], who: str, problems: list[str]) -> Hit:
+    return Hit(paths, f"{who} leave{'' if who.startswith('roles ') else 's'} Pod Security "
+               f"\"restricted\" ({'; '.join(problems)}): a namespace that enforces restricted rejects its pods",
+               "keep the chart's defaults (runAsNonRoot, RuntimeDefault seccomp, no privilege escalation, "
+               "drop ALL), or label the namespace for the Pod Security level you need")
 
 
 _IDENTITY_VARS = ("JOBHANDLERS_POD_NAME", "JOBHANDLERS_ORDINAL")

@@ -76,3 +76,13 @@ def test_fail_fixture_is_refused_pass_fixture_admitted(api: ApiServer) -> None:
     assert not refused.accepted and "violates PodSecurity" in refused.explain()
     admitted = dry_run(api, helm.render_text([FIXTURES / "JH073-pass.yaml"], kube_version=MINOR))
     assert admitted.accepted and not admitted.warnings, admitted.explain() + "\n".join(admitted.warnings)
+
+
+def test_jh018_omission_is_refused_and_reported_once(api: ApiServer) -> None:
+    """JH018's fixture (a null deletes the chart's allowPrivilegeEscalation: false) is refused by
+    restricted, naming allowPrivilegeEscalation; check reports it once, as JH018, not JH073."""
+    refused = dry_run(api, helm.render_text([FIXTURES / "JH018-fail.yaml"], kube_version=MINOR))
+    assert not refused.accepted and "allowPrivilegeEscalation != false" in refused.explain(), refused.explain()
+    findings = check_file(FIXTURES / "JH018-fail.yaml", MINOR)
+    assert [f.rule for f in findings] == ["JH018"], findings
+    assert "allowPrivilegeEscalation" in findings[0].message
