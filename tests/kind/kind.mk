@@ -70,7 +70,10 @@ KIND_PART ?=
 KIND_KEEP_RESULTS ?=
 # COLUMNS: pytest cuts each short-summary line (FAILED/RERUN ... - the assertion) to the terminal's
 # width, 80 in CI's log; 400 keeps the reason of a failed scenario in the lines .ci/run prints.
-KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0
+# KIND_PYTEST_ARGS: more pytest arguments (.ci/run deselects the smoke test that boots a
+# throwaway cluster for kind-down: its own cleanup checks both clusters' kind-down instead).
+KIND_PYTEST_ARGS ?=
+KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(KIND_PYTEST_ARGS)
 test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, then the node scenarios alone)
 	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
 ifneq ($(KIND_PART),nodes)
