@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The time budget of .ci/run's stages, in one place, and the table printed at the end of a run.
 
-    .ci/budget.py STAGES_FILE [SCENARIOS_JSON] [--markdown FILE]
+    .ci/budget.py STAGES_FILE [SCENARIOS_JSON] [--markdown FILE] [--cpu CPU_JSONL]
 
 STAGES_FILE has one line per finished stage, "NAME SECONDS EXIT" (.ci/run's stage() appends
 them); SCENARIOS_JSON is bench-results/kind-scenarios.json (per-scenario seconds), optional.
@@ -11,7 +11,9 @@ fail the run (exit 1) when they take more than FAIL_RATIO × their budget; the b
 downloads ("report") are only reported, since a cold machine takes many times its warm time.
 Scenarios are reported only (no per-scenario history yet): the ones over SCENARIO_BUDGET.
 --markdown FILE also writes every stage and every scenario (its time and its two longest
-phases: what it waits on) as Markdown tables, the generated part of docs/ci-times.md.
+phases: what it waits on) as Markdown tables, the generated part of docs/ci-times.md; with
+--cpu (.ci/cpu.py's samples of the scenario phase), also where the CPU went and each
+scenario's pods' CPU-s.
 """
 
 from __future__ import annotations
@@ -99,8 +101,9 @@ def table(rs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def markdown(rs: list[dict], scenarios: dict | None) -> str:
-    """Every stage (budget, actual) and every scenario, slowest first, with its longest phases."""
+def markdown(rs: list[dict], scenarios: dict | None, cpu_summary: dict | None = None) -> str:
+    """Every stage (budget, actual) and every scenario, slowest first, with its longest phases
+    (and its pods' CPU-s, with cpu_summary)."""
     out = ["| stage | kind | budget (s) | actual (s) |", "| --- | --- | ---: | ---: |"]
     for r in sorted(rs, key=lambda r: r["name"] == "total"):
         if r["name"].startswith("scenario ") or r["actual"] is None:
@@ -108,13 +111,26 @@ def markdown(rs: list[dict], scenarios: dict | None) -> str:
         out.append(f"| {r['name']} | {r['kind']} | {r['budget'] if r['budget'] is not None else '-'} "
                    f"| {r['actual']:.0f}{' (failed)' if r['exit'] else ''} |")
     entries = [(name, e) for name, e in (scenarios or {}).items() if isinstance(e, dict)]
+    by_scenario: dict[str, float] = {}
+    if cpu_summary:
+        import cpu  # .ci/cpu.py
+        out += ["", cpu.markdown(cpu_summary).rstrip("\n")]
+        by_scenario = cpu.scenario_cpu(cpu_summary, [name for name, _ in entries])
     if entries:
-        out += ["", f"| scenario | seconds (budget {SCENARIO_BUDGET}) | longest phases (s) |", "| --- | ---: | --- |"]
+        col = " pods' CPU-s |" if by_scenario else ""
+        out += ["", f"| scenario | seconds (budget {SCENARIO_BUDGET}) |{col} longest phases (s) |",
+                f"| --- | ---: |{' ---: |' if by_scenario else ''} --- |"]
         for name, e in sorted(entries, key=lambda kv: -float(kv[1].get("seconds") or 0)):
             phases = sorted((e.get("phases") or {}).items(), key=lambda kv: -float(kv[1] or 0))[:2]
             what = "; ".join(f"{k} {float(v):.0f}" for k, v in phases)
             mark = "" if e.get("passed", True) else " (failed)"
-            out.append(f"| {name} | {float(e.get('seconds') or 0):.0f}{mark} | {what} |")
+            used = f" {by_scenario[name]:.0f} |" if name in by_scenario else (" - |" if by_scenario else "")
+            out.append(f"| {name} | {float(e.get('seconds') or 0):.0f}{mark} |{used} {what} |")
+        shared = {k: v for k, v in by_scenario.items() if k.startswith("(namespace") and v >= 1}
+        if shared:
+            out += ["", "Pods of no one scenario (a module's shared install, e.g. `jh-galaxy`, `jh-gxk8s`): "
+                    + ", ".join(f"{k.removeprefix('(namespace ').rstrip(')')} {v:.0f} CPU-s"
+                                for k, v in sorted(shared.items(), key=lambda kv: -kv[1])) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -126,6 +142,16 @@ def main(argv: list[str]) -> int:
             print(__doc__, file=sys.stderr)
             return 2
         md_out = Path(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+    cpu_summary = None
+    if "--cpu" in argv:
+        i = argv.index("--cpu")
+        if i + 1 >= len(argv):
+            print(__doc__, file=sys.stderr)
+            return 2
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import cpu  # .ci/cpu.py
+        cpu_summary = cpu.summarize(Path(argv[i + 1]))
         argv = argv[:i] + argv[i + 2:]
     if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
@@ -141,7 +167,7 @@ def main(argv: list[str]) -> int:
     print(table(rs))
     if md_out is not None:
         tmp = md_out.with_name(md_out.name + ".tmp")
-        tmp.write_text(markdown(rs, scenarios))
+        tmp.write_text(markdown(rs, scenarios, cpu_summary))
         tmp.replace(md_out)
     failed = [r["name"] for r in rs if r["fail"]]
     if failed:
