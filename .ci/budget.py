@@ -134,28 +134,28 @@ def markdown(rs: list[dict], scenarios: dict | None, cpu_summary: dict | None = 
     return "\n".join(out) + "\n"
 
 
+def _take(argv: list[str], flag: str) -> tuple[Path | None, list[str]] | None:
+    """`flag VALUE` out of argv: (the value or None, the rest); None when the value is missing."""
+    if flag not in argv:
+        return None, argv
+    i = argv.index(flag)
+    if i + 1 >= len(argv):
+        return None
+    return Path(argv[i + 1]), argv[:i] + argv[i + 2:]
+
+
 def main(argv: list[str]) -> int:
-    md_out = None
-    if "--markdown" in argv:
-        i = argv.index("--markdown")
-        if i + 1 >= len(argv):
-            print(__doc__, file=sys.stderr)
-            return 2
-        md_out = Path(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
-    cpu_summary = None
-    if "--cpu" in argv:
-        i = argv.index("--cpu")
-        if i + 1 >= len(argv):
-            print(__doc__, file=sys.stderr)
-            return 2
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import cpu  # .ci/cpu.py
-        cpu_summary = cpu.summarize(Path(argv[i + 1]))
-        argv = argv[:i] + argv[i + 2:]
-    if len(argv) not in (2, 3):
+    md = _take(argv, "--markdown")
+    cpu_arg = _take(md[1], "--cpu") if md else None
+    if md is None or cpu_arg is None or len(cpu_arg[1]) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
+    md_out, (cpu_path, argv) = md[0], cpu_arg
+    cpu_summary = None
+    if cpu_path is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import cpu  # .ci/cpu.py
+        cpu_summary = cpu.summarize(cpu_path)
     stages = read_stages(Path(argv[1]).read_text())
     scenarios = None
     if len(argv) == 3 and Path(argv[2]).is_file():

@@ -82,3 +82,51 @@ def test_markdown_has_every_stage_and_scenario_slowest_first(tmp_path):
     assert text.index("test_slow") < text.index("test_fast")
     assert "| test_slow | 400 (failed) | rollout 300; install 90 |" in text
     assert "did not run" not in text
+
+
+def _cpu_samples(tmp_path: Path) -> Path:
+    """Two samples 100 s apart: a node whose pods used 60 CPU-s (a scenario's 40, a shared
+    install's 15, the API server's 5) and its own work 20, on a machine that used 150."""
+    def rec(t: float, host: float, node: tuple[float, float], pods: dict[str, float]) -> str:
+        return json.dumps({"t": t, "host": host * 1e9, "nodes": {"jobhandlers-worker": [node[0] * 1e9, node[1] * 1e9]},
+                           "pods": {f"jobhandlers-worker:{k}": v * 1e9 for k, v in pods.items()}})
+    path = tmp_path / "cpu.jsonl"
+    path.write_text("\n".join([
+        rec(0, 1000, (100, 50), {"kube-system/kube-apiserver-x": 45, "jh-gxk8s-ab12/web": 5}),
+        rec(100, 1150, (180, 110), {"kube-system/kube-apiserver-x": 50, "jh-gxk8s-ab12/web": 20,
+                                    "jh-16b-galaxy-helm-pa-0f3e/job0": 30, "jh-17ab-contract-spli-b-77aa/job": 10}),
+    ]) + "\n")
+    return path
+
+
+def test_cpu_report_says_where_the_cpu_went(tmp_path):
+    """.ci/cpu.py's summary: pods by namespace (a pod first seen later started at 0), the nodes'
+    own work, system pods, the machine outside the nodes; each namespace named by its scenario."""
+    import sys
+    sys.path.insert(0, str(ROOT / ".ci"))
+    import cpu
+    s = cpu.summarize(_cpu_samples(tmp_path))
+    assert s["window"] == 100 and s["host"] == 150 and s["outside_nodes"] == 70
+    assert s["node_own"] == 20 and s["system_pods"] == 5
+    assert s["namespaces"] == {"jh-gxk8s": 15, "jh-16b-galaxy-helm-pa": 30, "jh-17ab-contract-spli-b": 10}
+    keys = ["test_16b_galaxy_helm_pattern_gating_off", "test_17ab_contract_split_vs_all_in_pre_deploy[a]",
+            "test_17ab_contract_split_vs_all_in_pre_deploy[b]"]
+    assert cpu.scenario_cpu(s, keys) == {"test_16b_galaxy_helm_pattern_gating_off": 30,
+                                         "test_17ab_contract_split_vs_all_in_pre_deploy[b]": 10,
+                                         "(namespace jh-gxk8s)": 15}
+    assert "| the kind nodes' own work" in cpu.markdown(s) and "| 20 | 13 % |" in cpu.markdown(s)
+    assert cpu.summarize(tmp_path / "missing.jsonl") == {} and "No CPU samples" in cpu.markdown({})
+
+
+def test_markdown_with_cpu_has_a_cpu_column(tmp_path):
+    scen = tmp_path / "scenarios.json"
+    scen.write_text(json.dumps({"test_16b_galaxy_helm_pattern_gating_off": {"passed": True, "seconds": 500,
+                                                                            "phases": {"crash loop": 169}}}))
+    md = tmp_path / "times.md"
+    assert budget.main(["budget.py", str(_stages(tmp_path, test_cpu=100)), str(scen), "--markdown", str(md),
+                        "--cpu", str(_cpu_samples(tmp_path))]) == 0
+    text = md.read_text()
+    assert "| scenario | seconds (budget 300) | pods' CPU-s | longest phases (s) |" in text
+    assert "| test_16b_galaxy_helm_pattern_gating_off | 500 | 30 | crash loop 169 |" in text
+    assert "jh-gxk8s 15 CPU-s" in text
+    assert budget.main(["budget.py", str(_stages(tmp_path, test_cpu=100)), "--cpu"]) == 2
