@@ -5,6 +5,7 @@ suite that need no cluster (reading a job's state, the closing table)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,8 @@ def test_from_adds_an_upgrade_test(tmp_path: Path, frm: list[str], chart: object
     out = tmp_path / "out"
     text = (out / "test_live_minimal.py").read_text()
     assert text.index("def test_uninstall") < text.index("def test_upgrade")
+    # the suite imports the tool and nothing else of ours (tests/packaging/test_live_wheel.py)
+    assert sorted(set(re.findall(r"^(?:from|import) ([\w.]+)", text, re.M))) == ["jobhandlers.live", "pathlib", "pytest"]
     assert "--from" in text.splitlines()[1]
     ns: dict = {"__file__": str(out / "test_live_minimal.py")}
     exec(compile(text, "gen", "exec"), ns)  # noqa: S102 - our own generated module
