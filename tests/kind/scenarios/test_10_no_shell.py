@@ -73,7 +73,10 @@ def test_10_no_shell_image_installs_serves_and_drains(scenario: Scenario) -> Non
 
     rng = random.Random(9)
     ids = sc.client().submit([{"kind": "sleep", "duration": round(rng.uniform(5, 12), 1)} for _ in range(12)])
-    wait_until(lambda: sc.db.states()["running"] >= 4, 60, "4 jobs running")
+    # 120 s, and the states on a timeout: ci13's first try saw fewer than 4 running in 60 s at
+    # load ~30 (its rerun passed), and said nothing of where the jobs were
+    wait_until(lambda: sc.db.states()["running"] >= 4, 120, "4 jobs running",
+               describe=lambda: f"job states {sc.db.states()}, pods {sc.describe_pods()}")
     grace = sc.grace("job")
     old = {pod["metadata"]["uid"]: pod["metadata"]["name"] for pod in sc.handler_pods("job")}
     with p.phase("rollout restart with jobs in flight: SIGTERM drain, native preStop sleep"):
