@@ -86,3 +86,16 @@ def test_jh018_omission_is_refused_and_reported_once(api: ApiServer) -> None:
     findings = check_file(FIXTURES / "JH018-fail.yaml", MINOR)
     assert [f.rule for f in findings] == ["JH018"], findings
     assert "allowPrivilegeEscalation" in findings[0].message
+
+
+def test_jh074_fixtures_against_the_plugin(api: ApiServer) -> None:
+    """JH074's fail fixture (user containers without the restricted fields): the server warns
+    that the workloads' pods would violate restricted (their creates are refused then), naming
+    the containers; its pass fixture is admitted without a warning."""
+    verdict = dry_run(api, helm.render_text([FIXTURES / "JH074-fail.yaml"], kube_version=MINOR))
+    said = "\n".join(m for m in verdict.errors + verdict.warnings if 'violate PodSecurity "restricted' in m)
+    for name in ("proxy", "setup", "cloudsql"):
+        assert f'"{name}"' in said, (name, said or verdict.explain())
+    assert "allowPrivilegeEscalation != false" in said and "unrestricted capabilities" in said, said
+    admitted = dry_run(api, helm.render_text([FIXTURES / "JH074-pass.yaml"], kube_version=MINOR))
+    assert admitted.accepted and not admitted.warnings, admitted.explain() + "\n".join(admitted.warnings)
