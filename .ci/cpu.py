@@ -53,8 +53,8 @@ def _node_dir(cid: str) -> Path | None:
 def _nodes() -> list[tuple[str, str]]:
     out = subprocess.run(["docker", "ps", "--no-trunc", "--format", "{{.ID}} {{.Names}}"],
                          capture_output=True, text=True, check=False).stdout
-    return [tuple(line.split(None, 1)) for line in out.splitlines()
-            if len(line.split(None, 1)) == 2 and line.split(None, 1)[1].startswith("jobhandlers")]
+    pairs = [line.split(None, 1) for line in out.splitlines()]
+    return [(p[0], p[1]) for p in pairs if len(p) == 2 and p[1].startswith("jobhandlers")]
 
 
 def sample(out_path: Path) -> None:

@@ -112,15 +112,21 @@ def _together(err: ValidationError) -> list[str]:
     return [k for k in err.instance if k in listed]
 
 
-def _nulled(vf: ValuesFile, err: ValidationError) -> list[Any] | None:
-    """For a `required` error, the key path when the user's file sets that key to null (helm's
-    coalescing deletes the chart's default then, like the merge here); else None."""
+def _required_key(err: ValidationError) -> str | None:
+    """The missing key of a `required` error, else None."""
     if err.validator != "required":
         return None
     m = re.match(r"'(.+)' is a required property$", err.message)
-    if not m:
+    return m.group(1) if m else None
+
+
+def _nulled(vf: ValuesFile, err: ValidationError) -> list[Any] | None:
+    """For a `required` error, the key path when the user's file sets that key to null (helm's
+    coalescing deletes the chart's default then, like the merge here); else None."""
+    key = _required_key(err)
+    if key is None:
         return None
-    key_path = list(err.absolute_path) + [m.group(1)]
+    key_path = list(err.absolute_path) + [key]
     node: Any = vf.data
     for part in key_path:
         if not isinstance(node, dict) or part not in node:
@@ -175,10 +181,8 @@ def _touched(vf: ValuesFile, data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _artificially_missing(err: ValidationError, data: Mapping[str, Any]) -> bool:
     """A root `required` error for a key that _touched left out but the merged values have."""
-    if err.validator != "required" or err.absolute_path:
-        return False
-    m = re.match(r"'(.+)' is a required property$", err.message)
-    return bool(m) and isinstance(data, Mapping) and m.group(1) in data
+    key = None if err.absolute_path else _required_key(err)
+    return key is not None and isinstance(data, Mapping) and key in data
 
 
 def validate(vf: ValuesFile, schema_file: Path | None = None,

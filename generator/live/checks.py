@@ -41,6 +41,11 @@ class Live:
     def jobs(self) -> AppJobs:
         return AppJobs(self.kube, self.namespace, self.release, self.expect["job_roles"])
 
+    @property
+    def max_grace(self) -> int:
+        """The longest grace of the release's roles (what a stop or an uninstall may take)."""
+        return max(r["grace"] for r in self.expect["roles"].values())
+
     def job_seconds(self, role: str) -> int:
         """How long the test's jobs of `role` run: the described length, else the role's
         maxJobRuntimeSeconds, capped by --max-job-seconds."""
@@ -186,7 +191,7 @@ def _new_pod_problems(live: Live, old: set[str], n: dict[str, Any]) -> list[str]
 
 def _settle(live: Live, rec: PodRecorder, stopped: set[str], jobs: dict[str, str], n: dict[str, Any]) -> tuple[
         list[PodTrace], dict[str, JobState]]:
-    grace = max(r["grace"] for r in live.expect["roles"].values())
+    grace = live.max_grace
     wait_for("the stopped pods to be gone", lambda: all(live.kube.gone(live.namespace, t.name, t.uid) for t in rec.of(stopped))
              and len(rec.of(stopped)) == len(stopped), grace + 120, interval=2)
     time.sleep(2)  # the watch's last events
@@ -307,7 +312,7 @@ def upgrade(live: Live, chart: str | Path, version: str | None, values: list[Pat
     every job started before the upgrade is done exactly once, the pods that rolled exited
     before their grace, the new ones have 0 restarts. Uninstalls at the end."""
     if live.installed:  # the earlier tests' release (uninstall deselected or failed)
-        live.helm.uninstall(max(r["grace"] for r in live.expect["roles"].values()) + 120).check("helm uninstall")
+        live.helm.uninstall(live.max_grace + 120).check("helm uninstall")
         live.installed = False
     n: dict[str, Any] = {"from": f"{chart}{' ' + version if version else ''}"}
     res = live.helm.install(values, live.expect["install_timeout"], ["--version", version] if version else (),
@@ -328,8 +333,8 @@ def upgrade(live: Live, chart: str | Path, version: str | None, values: list[Pat
         n["helm_upgrade_seconds"] = res.seconds
         live.results.record("upgrade", **n)
         res.check("helm upgrade to the tool's chart")
-        stopped = {u for u in old if u in rec.traces and rec.traces[u].sigterm_at is not None}
-        stopped |= {u for u in old if u not in {p.metadata.uid for p in live.handler_pods()}}
+        running = {p.metadata.uid for p in live.handler_pods()}
+        stopped = {u for u in old if u not in running or (u in rec.traces and rec.traces[u].sigterm_at is not None)}
         n["pods_rolled"] = len(stopped)
         traces, states = _settle(live, rec, stopped, jobs, n)
     _left_at_stop(live, jobs, traces, n)
@@ -339,8 +344,7 @@ def upgrade(live: Live, chart: str | Path, version: str | None, values: list[Pat
     if migrations and live.expect["migration"]:
         n["migration_job_of_the_upgrade"] = (ts(migrations[0].metadata.creation_timestamp) or 0) >= t0 - 1
     live.results.record("upgrade", **n)
-    grace = max(r["grace"] for r in live.expect["roles"].values())
-    live.helm.uninstall(grace + 120).check("helm uninstall after the upgrade test")
+    live.helm.uninstall(live.max_grace + 120).check("helm uninstall after the upgrade test")
     live.installed = False
     assert not problems, "; ".join(problems)
 
@@ -366,8 +370,7 @@ def uninstall(live: Live) -> None:
     live.require_installed()
     kept = _kept_hooks(live)
     hook_jobs = {k.split("/", 1)[1] for k in kept if k.startswith("Job/")}
-    grace = max(r["grace"] for r in live.expect["roles"].values())
-    res = live.helm.uninstall(grace + 120)
+    res = live.helm.uninstall(live.max_grace + 120)
     n: dict[str, Any] = {"helm_uninstall_seconds": res.seconds}
     live.results.record("uninstall", **n)
     res.check("helm uninstall")

@@ -83,5 +83,5 @@ def live_factory(request: pytest.FixtureRequest, kube_config: str) -> Iterator[A
     yield make
     for live in made:
         if live.installed:
-            live.helm.uninstall(max(r["grace"] for r in live.expect["roles"].values()) + 60)
+            live.helm.uninstall(live.max_grace + 60)
         live.kube.delete_namespace(live.namespace)

@@ -112,15 +112,23 @@ def _deep(base: Any, over: Any) -> Any:
     return over if over is not None else base
 
 
+def _pod_context(ctx: Context, role: str | None) -> Mapping[str, Any]:
+    """The pod-level security context of a role's pods: the chart-wide podSecurityContext, the
+    role's over it (role None: the chart-wide one, as the migration Job's)."""
+    pod = ctx.get("podSecurityContext") or {}
+    if role is not None:
+        pod = _deep(pod, ctx.get(f"handlers.{role}.podSecurityContext") or {})
+    return pod if isinstance(pod, Mapping) else {}
+
+
 def _jh018(ctx: Context) -> Iterator[Hit]:
     """Per role whose own contexts the file sets, at them; the other roles together, once, at
     the chart-wide contexts (one cause, one finding)."""
     shared: dict[str, list[str]] = {}
     for role in model.enabled_roles(ctx.values):
         spec = (ctx.values.get("handlers") or {}).get(role) or {}
-        pod = _deep(ctx.get("podSecurityContext") or {}, spec.get("podSecurityContext") or {})
         container = _deep(ctx.get("containerSecurityContext") or {}, spec.get("securityContext") or {})
-        problems = _restricted_omissions(pod, container)
+        problems = _restricted_omissions(_pod_context(ctx, role), container)
         if not problems:
             continue
         own = [_p(f"handlers.{role}.{k}") for k in ("securityContext", "podSecurityContext")

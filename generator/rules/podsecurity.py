@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start 
 
 from ..findings import dotted
 from .base import Context, Hit, KeyPath, _p
-from .pod import RESTRICTED_CAPS, _deep, _restricted_omissions, _user_containers
+from .pod import RESTRICTED_CAPS, _pod_context, _restricted_omissions, _user_containers
 
 # Volume types Pod Security `restricted` allows ("Volume Types"); hostPath is its own check.
 RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
@@ -131,11 +131,9 @@ def _jh074(ctx: Context) -> Iterator[Hit]:
     context to it) that leaves unset what restricted requires, judged with the pod-level
     context it runs under (chart-wide podSecurityContext, a role's over it)."""
     for path, c in _user_containers(ctx):
-        pod: Any = ctx.get("podSecurityContext") or {}
-        if path[0] == "handlers":
-            pod = _deep(pod, ctx.get(f"handlers.{path[1]}.podSecurityContext") or {})
         sc = c.get("securityContext")
-        problems = _restricted_omissions(pod if isinstance(pod, Mapping) else {}, sc if isinstance(sc, Mapping) else {})
+        problems = _restricted_omissions(_pod_context(ctx, str(path[1]) if path[0] == "handlers" else None),
+                                         sc if isinstance(sc, Mapping) else {})
         if problems:
             yield Hit([path + ("securityContext",), path],
                       f"{dotted(path)} (container {c.get('name')}) leaves Pod Security \"restricted\" "
@@ -144,4 +142,3 @@ def _jh074(ctx: Context) -> Iterator[Hit]:
                       "give it securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}} (and "
                       "runAsNonRoot / a seccompProfile where its pod's context has none), or label the namespace "
                       "for the Pod Security level it needs")
-
