@@ -126,12 +126,32 @@ def markdown(rs: list[dict], scenarios: dict | None, cpu_summary: dict | None = 
             mark = "" if e.get("passed", True) else " (failed)"
             used = f" {by_scenario[name]:.0f} |" if name in by_scenario else (" - |" if by_scenario else "")
             out.append(f"| {name} | {float(e.get('seconds') or 0):.0f}{mark} |{used} {what} |")
+        out += lanes(entries, (cpu_summary or {}).get("t0"))
         shared = {k: v for k, v in by_scenario.items() if k.startswith("(namespace") and v >= 1}
         if shared:
             out += ["", "Pods of no one scenario (a module's shared install, e.g. `jh-galaxy`, `jh-gxk8s`): "
                     + ", ".join(f"{k.removeprefix('(namespace ').rstrip(')')} {v:.0f} CPU-s"
                                 for k, v in sorted(shared.items(), key=lambda kv: -kv[1])) + "."]
     return "\n".join(out) + "\n"
+
+
+def lanes(entries: list[tuple[str, dict]], t0: float | None = None) -> list[str]:
+    """Per lane (a pytest worker of one cluster): its scenarios, from its first start to its last
+    end (s from t0, else from the first start), and how much of that they ran (busy). A lane
+    that ends long after the others is the run's critical path."""
+    by: dict[str, list[tuple[float, float]]] = {}
+    for _, e in entries:
+        if isinstance(e.get("started"), (int, float)) and e.get("lane"):
+            by.setdefault(e["lane"], []).append((float(e["started"]), float(e.get("seconds") or 0)))
+    if not by:
+        return []
+    base = t0 if t0 is not None else min(s for runs in by.values() for s, _ in runs)
+    out = ["", "| lane (cluster/worker) | scenarios | first start (s) | last end (s) | busy (s) |",
+           "| --- | ---: | ---: | ---: | ---: |"]
+    for lane, runs in sorted(by.items(), key=lambda kv: -max(s + d for s, d in kv[1])):
+        out.append(f"| {lane} | {len(runs)} | {min(s for s, _ in runs) - base:.0f} "
+                   f"| {max(s + d for s, d in runs) - base:.0f} | {sum(d for _, d in runs):.0f} |")
+    return out
 
 
 def _take(argv: list[str], flag: str) -> tuple[Path | None, list[str]] | None:

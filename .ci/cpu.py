@@ -119,7 +119,20 @@ def summarize(path: Path) -> dict:
         else:
             by_ns[re.sub(r"-[0-9a-f]{4}$", "", namespace)] += used
     return {"window": window, "host": host, "outside_nodes": host - node_total, "node_own": node_own,
-            "system_pods": system, "namespaces": dict(by_ns), "scenario_pods": sum(by_ns.values())}
+            "system_pods": system, "namespaces": dict(by_ns), "scenario_pods": sum(by_ns.values()),
+            "t0": first["t"], "timeline": timeline(recs)}
+
+
+def timeline(recs: list[dict], step: float = 300) -> list[list[float]]:
+    """[seconds from the first sample, cores the machine used] per `step` s: where the run left
+    CPU idle (a lane waiting alone) and where it was saturated."""
+    out: list[list[float]] = []
+    start = prev = recs[0]
+    for rec in recs[1:]:
+        if rec["t"] - prev["t"] >= step or rec is recs[-1]:
+            out.append([round(prev["t"] - start["t"]), round((rec["host"] - prev["host"]) / 1e9 / max(rec["t"] - prev["t"], 1), 2)])
+            prev = rec
+    return out
 
 
 def _short(key: str) -> str:
@@ -156,6 +169,9 @@ def markdown(summary: dict) -> str:
            f"{summary['host'] / max(summary['window'], 1):.2f} of the cores on average):", "",
            "| where | CPU-s | share |", "| --- | ---: | ---: |"]
     out += [f"| {what} | {cpu:.0f} | {100 * cpu / host:.0f} % |" for what, cpu in rows]
+    if summary.get("timeline"):
+        out += ["", "Cores in use, per 5 minutes of the scenario phase (of 2): "
+                + ", ".join(f"{t // 60:.0f} min {cores:.2f}" for t, cores in summary["timeline"]) + "."]
     return "\n".join(out) + "\n"
 
 

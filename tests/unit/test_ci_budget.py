@@ -130,3 +130,27 @@ def test_markdown_with_cpu_has_a_cpu_column(tmp_path):
     assert "| test_16b_galaxy_helm_pattern_gating_off | 500 | 30 | crash loop 169 |" in text
     assert "jh-gxk8s 15 CPU-s" in text
     assert budget.main(["budget.py", str(_stages(tmp_path, test_cpu=100)), "--cpu"]) == 2
+
+
+def test_lanes_show_each_workers_span_and_busy_time(tmp_path):
+    """A lane is a worker of one cluster: first start and last end from the earliest start (or
+    the CPU sampler's first sample), busy seconds; the lane that ends last comes first."""
+    entries = [("a", {"started": 1000.0, "seconds": 100, "lane": "jobhandlers/gw0"}),
+               ("b", {"started": 1150.0, "seconds": 50, "lane": "jobhandlers/gw0"}),
+               ("c", {"started": 1010.0, "seconds": 400, "lane": "jobhandlers-nodes/gw1"}),
+               ("d", {"seconds": 5})]  # an entry of an older run: no lane, left out
+    lines = budget.lanes(entries)
+    assert lines[3] == "| jobhandlers-nodes/gw1 | 1 | 10 | 410 | 400 |"
+    assert lines[4] == "| jobhandlers/gw0 | 2 | 0 | 200 | 150 |"
+    assert budget.lanes(entries, t0=900.0)[4] == "| jobhandlers/gw0 | 2 | 100 | 300 | 150 |"
+    assert budget.lanes([("d", {"seconds": 5})]) == []
+
+
+def test_cpu_timeline_says_the_cores_in_use(tmp_path):
+    import sys
+    sys.path.insert(0, str(ROOT / ".ci"))
+    import cpu
+    recs = [{"t": t, "host": h * 1e9} for t, h in [(0, 0), (150, 300), (300, 600), (450, 750), (600, 900)]]
+    assert cpu.timeline(recs) == [[0, 2.0], [300, 1.0]]
+    s = cpu.summarize(_cpu_samples(tmp_path))
+    assert s["timeline"] == [[0, 1.5]] and "0 min 1.50" in cpu.markdown(s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator
@@ -55,7 +56,10 @@ def record(summary: dict, key: str, progress: Progress, seconds: float, rep: obj
     if key in summary and not summary[key]["passed"]:
         n = sum(1 for k in summary if k.startswith(f"{key} (failed attempt")) + 1
         summary[f"{key} (failed attempt {n})"] = summary.pop(key)
-    entry: dict = {"passed": not failed, "seconds": round(seconds, 1), "phases": progress.phases, "facts": progress.facts}
+    entry: dict = {"passed": not failed, "seconds": round(seconds, 1), "phases": progress.phases, "facts": progress.facts,
+                   # when and where it ran: .ci/budget.py's lanes (which worker of which cluster was busy when)
+                   "started": round(time.time() - seconds, 1),
+                   "lane": f"{os.environ.get('KIND_CLUSTER_NAME', 'jobhandlers')}/{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"}
     if failed and rep is not None:
         entry["error"] = str(getattr(rep, "longrepr", ""))[-2000:]
     summary[key] = entry
