@@ -1,14 +1,17 @@
-"""The app's jobs, through the job description: submit a job of N seconds in a Ready pod of
-a role and read its state (queued/running/done/failed) and how many times it ran."""
+"""The app's jobs, through the job description: submit a job of N seconds and read its state
+(queued/running/done/failed) and how many times it ran, each command run in a Ready pod of a
+role (exec) or as a Kubernetes Job from a role's pod template (jobform)."""
 
 from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .jobform import START_SECONDS, job_manifest
 from .kube import Kube, ready
 
 TERMINAL = ("done", "failed")
@@ -53,11 +56,14 @@ class AppJobs:
 
     def __init__(self, kube: Kube, namespace: str, release: str, roles: Mapping[str, Mapping[str, Any]]) -> None:
         self.kube, self.namespace, self.release, self.roles = kube, namespace, release, roles
+        self.as_jobs = 0  # commands run as Kubernetes Jobs (the Job form), every try
 
     def _run(self, cmd: Mapping[str, Any], subst: Mapping[str, str], retry_for: float = 120) -> str:
         argv = list(cmd["argv"])
         for key, value in subst.items():  # plain replacement: other braces (JSON arguments) stay
             argv = [a.replace("{" + key + "}", value) for a in argv]
+        if cmd.get("mode") == "job":
+            return self._run_job(cmd, argv, retry_for)
         deadline = time.monotonic() + retry_for
         last = "no Ready pod"
         while True:
@@ -74,6 +80,23 @@ class AppJobs:
                 last = f"{pod.metadata.name}: exit {rc}: {(err or out)[-500:]}"
             if time.monotonic() > deadline:
                 raise AssertionError(f"`{' '.join(argv)}` in a Ready pod of role {cmd['role']} failed: {last}")
+            time.sleep(2)
+
+    def _run_job(self, cmd: Mapping[str, Any], argv: list[str], retry_for: float) -> str:
+        """argv as a Kubernetes Job from role cmd["role"]'s pod template (jobform); a failed run
+        is tried again, with a new Job, for up to retry_for s."""
+        deadline = time.monotonic() + retry_for
+        while True:
+            template = self.kube.role_template(self.namespace, self.release, cmd["role"])
+            name = f"live-{cmd['role'][:40]}-{secrets.token_hex(3)}".lower()
+            manifest = job_manifest(name, template, cmd["container"], argv, cmd.get("image") or "", cmd["timeout"])
+            self.as_jobs += 1
+            rc, out = self.kube.run_job(self.namespace, manifest, cmd["container"], cmd["timeout"] + START_SECONDS + 30)
+            if rc == 0:
+                return out
+            if time.monotonic() > deadline:
+                raise AssertionError(f"`{' '.join(argv)}` as a Job from role {cmd['role']}'s pod template failed: "
+                                     f"exit {rc}: {out[-500:]}")
             time.sleep(2)
 
     def submit(self, role: str, seconds: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,9 @@ class Live:
     running_since: float = 0.0
     installed: bool = field(default=False)
 
-    @property
+    @cached_property
     def jobs(self) -> AppJobs:
+        """The app's jobs through the description (one per Live: it counts the Jobs it ran)."""
         return AppJobs(self.kube, self.namespace, self.release, self.expect["job_roles"])
 
     @property
@@ -201,6 +203,7 @@ def _settle(live: Live, rec: PodRecorder, stopped: set[str], jobs: dict[str, str
     n["jobs"] = len(jobs)
     n["jobs_done_once"] = sum(1 for s in states.values() if s.state == "done" and s.runs in (None, 1))
     n["jobs_wait_after_stop_seconds"] = round(time.monotonic() - t0, 1)
+    n["commands_run_as_jobs"] = live.jobs.as_jobs  # so far, in the suite (the Job form of the description)
     return rec.of(stopped), states
 
 

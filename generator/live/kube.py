@@ -120,6 +120,44 @@ class Kube:
             resp.close()
         return (rc if rc is not None else -1), "".join(out), "".join(err)
 
+    def role_template(self, namespace: str, release: str, role: str) -> dict[str, Any]:
+        """The pod template of a role's Deployment or StatefulSet, as a plain dict."""
+        sel = f"{INSTANCE}={release},{COMPONENT}={role}"
+        for lister in (self.apps.list_namespaced_deployment, self.apps.list_namespaced_stateful_set):
+            for item in lister(namespace, label_selector=sel).items:
+                if item.metadata.deletion_timestamp is None:
+                    return self.api.sanitize_for_serialization(item.spec.template)
+        raise AssertionError(f"no Deployment or StatefulSet of role {role} in release {release}")
+
+    def run_job(self, namespace: str, manifest: dict[str, Any], container: str, timeout: float) -> tuple[int, str]:
+        """Create the Job, wait for it to end (at most timeout s), and delete it: (the container's
+        exit code, its log: stdout and stderr together, as the kubelet keeps them)."""
+        name = manifest["metadata"]["name"]
+        self.batch.create_namespaced_job(namespace, manifest)
+        try:
+            def ended() -> Any:
+                conds = self.batch.read_namespaced_job_status(name, namespace).status.conditions or []
+                return next((c.type for c in conds if c.type in ("Complete", "Failed") and c.status == "True"), None)
+            how = wait_for(f"Job {name} to end", ended, timeout, interval=1)
+            pods = self.pods(namespace, f"job-name={name}")
+            if not pods:
+                return -1, f"Job {name} {how} without a pod"
+            pod = pods[0]
+            term = next((cs.state.terminated for cs in pod.status.container_statuses or []
+                         if cs.name == container and cs.state and cs.state.terminated), None)
+            try:
+                log = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, container=container)
+            except ApiException as exc:
+                log = f"(no log: {exc.reason})"
+            rc = int(term.exit_code) if term is not None else (0 if how == "Complete" else -1)
+            return rc, log
+        finally:
+            try:
+                self.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+
     def evict(self, namespace: str, pod: str) -> None:
         """Evict a pod through the Eviction API (the PDB decides; 429 when it refuses)."""
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod, namespace=namespace))

@@ -1,5 +1,6 @@
 """The job description of `gen-tests --live`: per role with jobs, how to submit a job of N
-seconds and read its state, as commands run in a Ready pod of a role.
+seconds and read its state, as commands run in a Ready pod of a role (`in`) or as a Kubernetes
+Job from a role's pod template (`job`).
 
 It is a YAML file of its own beside the values (values.schema.json forbids unknown keys,
 so a `tests:` key would fail `helm install`). Read with the values loader (positions, YAML
@@ -30,11 +31,14 @@ DEFAULT_TIMEOUT = 60
 
 @dataclass(frozen=True)
 class Command:
-    """A command run in a Ready pod of role `role` (container `container`)."""
+    """A command run in container `container` of role `role`: in a Ready pod (mode exec) or
+    as a Kubernetes Job from the role's pod template (mode job, optionally another image)."""
 
     role: str
     container: str
     argv: tuple[str, ...]
+    mode: str = "exec"
+    image: str = ""
     id_path: str = ""
     id_pattern: str = ""
     state_path: str = ""
@@ -44,7 +48,8 @@ class Command:
 
     def as_dict(self) -> dict[str, Any]:
         """A plain literal for the generated suite."""
-        return {"role": self.role, "container": self.container, "argv": list(self.argv), "id_path": self.id_path,
+        return {"role": self.role, "container": self.container, "argv": list(self.argv), "mode": self.mode,
+                "image": self.image, "id_path": self.id_path,
                 "id_pattern": self.id_pattern, "state_path": self.state_path, "runs_path": self.runs_path,
                 "states": {k: list(v) for k, v in sorted(self.states.items())}, "timeout": self.timeout}
 
@@ -97,10 +102,19 @@ def _at(vf: ValuesFile, path: list[str | int], rule: str, message: str, fix: str
 def _command(vf: ValuesFile, role: str, key: str, raw: Mapping[str, Any], roles: list[str],
              findings: list[Finding]) -> Command:
     base: list[str | int] = ["roles", role, key]
-    where = str(raw["in"])
-    if where not in roles:
-        findings.append(_at(vf, base + ["in"], "JH066", f"`in: {where}` is not a role of the values file",
+    mode = "job" if "job" in raw else "exec"
+    how = "job" if mode == "job" else "in"
+    where = str(raw.get(how) or "")
+    if ("in" in raw) == ("job" in raw):
+        findings.append(_at(vf, base, "JH067", f"{key} needs exactly one of `in` (run in a Ready pod of that role) and "
+                            "`job` (run as a Kubernetes Job from that role's pod template)",
+                            "keep `in: ROLE` where the exec API is allowed, else `job: ROLE`"))
+    elif where not in roles:
+        findings.append(_at(vf, base + [how], "JH066", f"`{how}: {where}` is not a role of the values file",
                             f"use one of {', '.join(roles)}"))
+    if "image" in raw and mode != "job":
+        findings.append(_at(vf, base + ["image"], "JH067", "`image` is for the Job form only: an exec runs in the "
+                            "pod's own image", f"replace `in: {where}` with `job: {where}`, or remove `image`"))
     argv = tuple(str(a) for a in raw["command"])
     need = "{seconds}" if key == "submit" else "{id}"
     if not any(need in a for a in argv):
@@ -122,7 +136,8 @@ def _command(vf: ValuesFile, role: str, key: str, raw: Mapping[str, Any], roles:
         findings.append(_at(vf, base, "JH067", "state needs `field`: the dotted path to the state in its JSON output",
                             "add e.g. `field: state`"))
     states = {k: tuple(v) for k, v in (raw.get("states") or {}).items()}
-    return Command(role=where, container=str(raw.get("container") or where), argv=argv,
+    return Command(role=where, container=str(raw.get("container") or where), argv=argv, mode=mode,
+                   image=str(raw.get("image") or ""),
                    id_path=str(raw.get("id") or ""), id_pattern=str(raw.get("idPattern") or ""),
                    state_path=str(raw.get("field") or ""), runs_path=str(raw.get("runs") or ""),
                    states=states, timeout=int(raw.get("timeoutSeconds") or DEFAULT_TIMEOUT))

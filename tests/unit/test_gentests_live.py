@@ -121,6 +121,13 @@ def test_from_without_live_exits_2() -> None:
     (GOOD.replace("in: job,", "in: jobs,"), ":4:14: error JH066 [roles.job.submit.in]", "JH066"),
     (GOOD.replace("  job:", "  worker:"), ":3:3: error JH066 [roles.worker]", "JH066"),
     (GOOD.replace('"{seconds}"', '"30"'), ":4:23: error JH067 [roles.job.submit.command]", "JH067"),
+    (GOOD.replace("{in: job,", "{in: job, job: job,"), ":4:5: error JH067 [roles.job.submit] submit needs exactly one "
+     "of `in`", "JH067"),
+    (GOOD.replace("{in: job,", "{"), ":4:5: error JH067 [roles.job.submit] submit needs exactly one of `in`", "JH067"),
+    (GOOD.replace("{in: job,", "{job: jobs,"), ":4:14: error JH066 [roles.job.submit.job] `job: jobs` is not a role",
+     "JH066"),
+    (GOOD.replace("{in: web,", "{in: web, image: x,"), ":5:22: error JH067 [roles.job.state.image] `image` is for "
+     "the Job form only", "JH067"),
     (GOOD.replace(", id: ids.0", ""), ":4:5: error JH067 [roles.job.submit]", "JH067"),
     (GOOD.replace("id: ids.0", "idPattern: '(x'"), "error JH067 [roles.job.submit", "JH067"),
     ("version: 1\nroles: [\n", ":3:1: error JHY001", "JHY001"),
@@ -209,3 +216,81 @@ def test_report_table_and_json(tmp_path: Path) -> None:
 
 def test_default_description_path() -> None:
     assert spec.default_path(Path("deploy/prod.yaml")) == Path("deploy/prod.jobs.yaml")
+
+
+def test_job_form_is_generated_into_the_suite(write, tmp_path: Path) -> None:
+    jobs = write("jobs.yaml", GOOD.replace("{in: job,", "{job: job, image: 'app:cli',"))
+    proc = _gen(str(MINIMAL), str(jobs), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    roles, _ = spec.load(jobs, merged(load_values(MINIMAL).data))
+    assert roles[0].submit.as_dict()["mode"] == "job" and roles[0].submit.image == "app:cli"
+    assert roles[0].state.as_dict()["mode"] == "exec"
+
+
+TEMPLATE = {
+    "metadata": {"labels": {"app.kubernetes.io/name": "jobhandlers", "app.kubernetes.io/instance": "rel",
+                            "app.kubernetes.io/component": "job", "app.kubernetes.io/version": "1"},
+                 "annotations": {"checksum/config": "x"}},
+    "spec": {
+        "serviceAccountName": "rel-job", "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 400,
+        "securityContext": {"runAsNonRoot": True},
+        "initContainers": [{"name": "wait-for-migrations", "image": "app:1"},
+                           {"name": "pgbouncer", "image": "pgb:1", "restartPolicy": "Always"}],
+        "containers": [{"name": "job", "image": "app:1", "args": ["run"], "env": [{"name": "DATABASE_URL", "value": "u"}],
+                        "readinessProbe": {"exec": {"command": ["x"]}}, "livenessProbe": {}, "startupProbe": {},
+                        "lifecycle": {"preStop": {}}, "ports": [{"containerPort": 80}],
+                        "volumeMounts": [{"name": "state", "mountPath": "/run/jobhandlers"}]},
+                       {"name": "sidecar", "image": "side:1"}],
+        "volumes": [{"name": "state", "emptyDir": {}}],
+        "affinity": {"nodeAffinity": {"a": 1}, "podAntiAffinity": {"b": 2}},
+        "topologySpreadConstraints": [{"maxSkew": 1}], "nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "t"}],
+    },
+}
+
+
+def test_job_manifest_from_a_roles_pod_template() -> None:
+    from generator.live import jobform
+    job = jobform.job_manifest("live-job-ab12", TEMPLATE, "job", ["cli", "submit", "30"], "", 60)
+    spec = job["spec"]["template"]["spec"]
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 60 + jobform.START_SECONDS
+    (main,) = spec["containers"]
+    assert main["command"] == ["cli", "submit", "30"] and "args" not in main and main["image"] == "app:1"
+    assert main["env"] == [{"name": "DATABASE_URL", "value": "u"}] and main["volumeMounts"]
+    assert not {"readinessProbe", "livenessProbe", "startupProbe", "lifecycle", "ports"} & set(main)
+    assert [c["name"] for c in spec["initContainers"]] == ["pgbouncer"]  # a native sidecar stays
+    assert spec["restartPolicy"] == "Never" and spec["terminationGracePeriodSeconds"] == 30
+    assert spec["affinity"] == {"nodeAffinity": {"a": 1}} and "topologySpreadConstraints" not in spec
+    assert spec["nodeSelector"] and spec["tolerations"] and spec["serviceAccountName"] == "rel-job"
+    assert spec["automountServiceAccountToken"] is False and spec["volumes"]
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels == {"app.kubernetes.io/name": "jobhandlers", "app.kubernetes.io/instance": "rel",
+                      "app.kubernetes.io/component": jobform.LIVE_COMPONENT}
+    assert TEMPLATE["spec"]["containers"][0]["args"] == ["run"]  # the template is not changed
+    other = jobform.job_manifest("n", TEMPLATE, "job", ["x"], "app:cli", 5)
+    assert other["spec"]["template"]["spec"]["containers"][0]["image"] == "app:cli"
+    with pytest.raises(AssertionError, match="no container `web` .*it has job, sidecar"):
+        jobform.job_manifest("n", TEMPLATE, "web", ["x"], "", 5)
+
+
+class _FakeJobKube(_FakeKube):
+    """role_template and run_job: the first Job fails, the next prints its output."""
+
+    def role_template(self, namespace, release, role):  # noqa: ANN001, ANN201
+        return TEMPLATE
+
+    def run_job(self, namespace, manifest, container, timeout):  # noqa: ANN001, ANN201
+        self.calls.append((manifest["metadata"]["name"], container, manifest["spec"]["template"]["spec"]["containers"][0]["command"]))
+        if len(self.calls) == 1:
+            return 1, "database not reachable"
+        return 0, "Django noise\n" + json.dumps({"id": 7}) + "\n"
+
+
+def test_submit_as_a_job_retries_a_failed_run(monkeypatch) -> None:
+    monkeypatch.setattr(appjobs.time, "sleep", lambda s: None)
+    roles = {"w": {"submit": {"role": "job", "container": "job", "argv": ["cli", "{seconds}"], "mode": "job",
+                              "image": "", "id_path": "id", "id_pattern": "", "timeout": 5}}}
+    kube = _FakeJobKube({})
+    jobs = appjobs.AppJobs(kube, "ns", "rel", roles)  # type: ignore[arg-type]
+    assert jobs.submit("w", 30) == "7" and jobs.as_jobs == 2
+    assert [c[2] for c in kube.calls] == [["cli", "30"], ["cli", "30"]]
+    assert kube.calls[0][0].startswith("live-job-") and kube.calls[0][0] != kube.calls[1][0]

@@ -22,6 +22,7 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -29,7 +30,7 @@ import yaml
 from jhkind import postgres as pg_mod
 from jhkind import released, wheel
 from jhkind.helm import ROOT, deep_merge, write_values
-from jhkind.progress import Progress
+from jhkind.progress import Progress, record
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1500)]
 
@@ -39,6 +40,17 @@ JOBS = EXAMPLES / "jobs" / "minimal.yaml"
 NEGATIVE_JOB_S = 120
 ALL_TESTS = {"install", "rollout", "eviction", "waiting", "uninstall"}
 FROM = "0.2.0"  # 24a's --from: the release before the last, whose chart rolls every role on upgrade
+
+
+@pytest.fixture
+def p(request: pytest.FixtureRequest, scenario_summary: dict) -> Iterator[Progress]:
+    """This test's Progress, recorded in bench-results/kind-scenarios.json (seconds, phases,
+    facts, lane) as the scenarios with a namespace of their own are."""
+    progress = Progress(request.node.name.removeprefix("test_")[:3])
+    started = time.monotonic()
+    yield progress
+    record(scenario_summary, request.node.name, progress, time.monotonic() - started,
+           getattr(request.node, "rep_call", None))
 
 
 @pytest.fixture(scope="module")
@@ -84,12 +96,11 @@ def _run(tool: Path, out: Path, kubeconfig: str, p: Progress, *select: str) -> t
     return proc.returncode, proc.stdout + proc.stderr, doc
 
 
-def test_24a_generated_live_workload(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24a_generated_live_workload(p: Progress, tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """The reference workload's generated suite passes on kind: install, rollout, eviction,
     waiting pod, uninstall, and the upgrade from the released 0.2.0 chart (`--from`) with jobs
     in flight: every job done once, the migration Job of the upgrade ran once, every handler
     pod rolled and exited before its grace."""
-    p = Progress("24a")
     old_chart = released.chart(FROM, tmp_path / f"release-{FROM}")
     out = _suite(tool, tmp_path, postgres, {}, JOBS, cap=30, extra=("--from", str(old_chart)))
     with p.phase(f"the generated live suite, with the upgrade from {FROM}"):
@@ -107,24 +118,26 @@ def _passed(doc: dict, tests: set[str] = ALL_TESTS) -> None:
         assert doc["tests"][test]["jobs_done_once"] == doc["tests"][test]["jobs"] > 0, doc
 
 
-def test_24c_generated_live_procrastinate(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24c_generated_live_procrastinate(p: Progress, tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """procrastinate (values-examples/procrastinate.yaml, its job description, jobs of 30 s):
-    the generated suite passes."""
-    p = Progress("24c")
+    the generated suite passes. Its description submits in the Job form (a Kubernetes Job from
+    the job role's pod template runs Task.defer(), no exec API): every submit ran as a Job."""
     out = _suite(tool, tmp_path, postgres, {}, EXAMPLES / "jobs" / "procrastinate.yaml", cap=30,
                  example=EXAMPLES / "procrastinate.yaml")
     with p.phase("the generated live suite"):
         rc, text, doc = _run(tool, out, kind_kubeconfig, p)
     assert rc == 0, text[-5000:]
     _passed(doc)
+    as_jobs = doc["tests"]["rollout"]["commands_run_as_jobs"]
+    assert as_jobs >= doc["tests"]["rollout"]["jobs"] > 0, doc
+    p.fact("commands_run_as_jobs_by_rollout", as_jobs)
 
 
-def test_24b_generated_live_negative_control(tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24b_generated_live_negative_control(p: Progress, tool: Path, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """maxJobRuntimeSeconds 5 with jobs of 120 s: the rollout test fails, names the job and
     says the grace was too short. (The jobs are long enough that most of their length is
     left when the old pods begin to stop: `helm upgrade` runs the migration hook and waits
     for the surge pods first, 30-40 s here.)"""
-    p = Progress("24b")
     desc = yaml.safe_load(JOBS.read_text())
     desc["roles"]["job"]["jobSeconds"] = NEGATIVE_JOB_S
     jobs = tmp_path / "jobs.yaml"
@@ -140,7 +153,7 @@ def test_24b_generated_live_negative_control(tool: Path, kind_kubeconfig: str, p
     p.fact("negative_control_message", m.group(0)[:600])
 
 
-def test_24d_generated_live_celery(tool: Path, kube, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
+def test_24d_generated_live_celery(p: Progress, tool: Path, kube, kind_kubeconfig: str, postgres: pg_mod.Postgres, tmp_path: Path) -> None:
     """Celery on RabbitMQ (values-examples/django-celery.yaml, its job description, jobs of
     30 s; the broker in a namespace of its own, as scenario 18's in theirs): the generated
     suite passes."""
@@ -148,7 +161,6 @@ def test_24d_generated_live_celery(tool: Path, kube, kind_kubeconfig: str, postg
     from jhkind.cluster import RESTRICTED_LABELS, pod_ready
     from jhkind.waits import wait_until
 
-    p = Progress("24d")
     broker_ns = f"jh-live-broker-{secrets.token_hex(2)}"
     kube.create_namespace(broker_ns, dict(RESTRICTED_LABELS))
     try:
