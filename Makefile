@@ -206,11 +206,15 @@ endif
 # (an inputs-hash check, < 1 s) when `make kind-node-image` or an earlier run built them. Cold
 # (empty Go caches, stop 30's build phases): Kubernetes 741 s (its seven binaries are one
 # `go build`), etcd/CoreDNS/pause/crictl 234 s, ≈ 16 min on 2 cores.
+# The oldest minor the version suite runs (1.29) gets its kube-apiserver alone (the `go build` of
+# that one command from its wrapper module, tests/kind/build/k8s/v1.29).
 APISERVER_K8S := 1.37
+APISERVER_K8S_OLDEST := 1.29
 JH_CACHE ?= /var/cache/jobhandlers
 .PHONY: apiserver-bin
-apiserver-bin: ## build tests/apiserver's kube-apiserver, kubectl and etcd into /var/cache/jobhandlers (only what is missing or stale)
+apiserver-bin: ## build tests/apiserver's kube-apiserver (1.37 and 1.29), kubectl and etcd into /var/cache/jobhandlers (only what is missing or stale)
 	tests/kind/build/k8s/build.sh $(APISERVER_K8S) $(JH_CACHE)/k8s-bin-v$(APISERVER_K8S)
+	tests/kind/build/k8s/build.sh $(APISERVER_K8S_OLDEST) $(JH_CACHE)/k8s-apiserver-v$(APISERVER_K8S_OLDEST) kube-apiserver
 	tests/kind/build/build-extras.sh $(JH_CACHE)/extras-bin
 
 .PHONY: fuzz

@@ -76,6 +76,15 @@ def _fix_for(err: ValidationError, key: str | None = None) -> str:
     return "see the key's description in chart/values.schema.json"
 
 
+def _one_of_keys(err: ValidationError) -> list[str]:
+    """The keys of a oneOf whose branches each require one key (exactly one of them must be set)."""
+    branches = err.validator_value if err.validator == "oneOf" else None
+    if not isinstance(branches, list) or not all(isinstance(b, dict) and list(b) == ["required"]
+                                                   and len(b["required"]) == 1 for b in branches):
+        return []
+    return [b["required"][0] for b in branches]
+
+
 INT32_MAX = 2147483647
 
 # Patterns values.schema.json uses for Kubernetes names, in words.
@@ -224,6 +233,13 @@ def validate(vf: ValuesFile, schema_file: Path | None = None,
             continue
         line, col, found = vf.position(path)
         msg, fix = err.message, _fix_for(err)
+        one = _one_of_keys(err)
+        if one:
+            names = " and ".join(f"`{k}`" for k in one)
+            given = [k for k in one if isinstance(err.instance, dict) and k in err.instance]
+            msg = f"{'both ' + names if given else 'neither ' + ' nor '.join(f'`{k}`' for k in one)}: " \
+                  f"{str(err.schema.get('description', '')).rstrip('.') or 'exactly one is needed'}"
+            fix = f"set exactly one of {names}"
         together = _together(err)
         if len(together) > 1:
             why = str(err.schema.get("description", "")).split(":")[0] if isinstance(err.schema, dict) else ""

@@ -2,6 +2,7 @@
 
     with ApiServer.start(workdir) as api:      # ~10 s: etcd, then kube-apiserver until /readyz
         api.kubectl("get", "ns")
+    ApiServer.start(workdir, minor=OLDEST)     # the oldest minor of the version suite
 
 The binaries are the ones the kind node image build produces (`make apiserver-bin` builds only
 those, cached in /var/cache/jobhandlers). Nothing listens beyond 127.0.0.1; every port is a
@@ -27,14 +28,21 @@ from pathlib import Path
 from typing import IO
 
 JH_CACHE = Path(os.environ.get("JH_CACHE", "/var/cache/jobhandlers"))
-MINOR = "1.37"
-K8S_BIN = JH_CACHE / f"k8s-bin-v{MINOR}"
+# The two minors the oracle runs (Makefile APISERVER_K8S, APISERVER_K8S_OLDEST): the newest, and
+# the oldest one the version suite runs (tests/kind/build/k8s/v1.29: make test-kind-versions).
+NEWEST, OLDEST = "1.37", "1.29"
+MINORS = (NEWEST, OLDEST)
+MINOR = NEWEST
+K8S_BIN = JH_CACHE / f"k8s-bin-v{NEWEST}"
 ETCD = JH_CACHE / "extras-bin" / "etcd"
-KUBE_APISERVER = K8S_BIN / "kube-apiserver"
+# the newest minor's kube-apiserver is the node image's; the oldest one is built alone
+KUBE_APISERVER = {NEWEST: K8S_BIN / "kube-apiserver", OLDEST: JH_CACHE / f"k8s-apiserver-v{OLDEST}" / "kube-apiserver"}
+# one kubectl for both: a dry run is the server's, kubectl only sends the objects
 KUBECTL = K8S_BIN / "kubectl"
-BUILD_HINT = "run `make apiserver-bin` (builds kube-apiserver, kubectl and etcd into /var/cache/jobhandlers)"
-# the kind cluster's gates (tests/kind/scripts/kind-up.sh), so both validate alike
-FEATURE_GATES = "ContainerStopSignals=true"
+BUILD_HINT = "run `make apiserver-bin` (builds kube-apiserver 1.37 and 1.29, kubectl and etcd into /var/cache/jobhandlers)"
+# the kind cluster's gates (tests/kind/scripts/kind-up.sh), so both validate alike; a gate a minor
+# does not know stops its kube-apiserver at start
+FEATURE_GATES = {NEWEST: "ContainerStopSignals=true", OLDEST: ""}
 START_TIMEOUT = 120.0
 
 
@@ -42,9 +50,10 @@ class ApiServerError(RuntimeError):
     """A binary is missing, or etcd / kube-apiserver did not come up (the log tail says why)."""
 
 
-def missing_binaries() -> list[Path]:
-    """The binaries this module needs that are not executable files."""
-    return [p for p in (ETCD, KUBE_APISERVER, KUBECTL) if not (p.is_file() and os.access(p, os.X_OK))]
+def missing_binaries(minors: tuple[str, ...] = MINORS) -> list[Path]:
+    """The binaries this module needs (for these minors) that are not executable files."""
+    need = (ETCD, KUBECTL, *(KUBE_APISERVER[m] for m in minors))
+    return [p for p in need if not (p.is_file() and os.access(p, os.X_OK))]
 
 
 def free_port() -> int:
@@ -70,14 +79,15 @@ class ApiServer:
     port: int
     token: str
     kubeconfig: Path
+    minor: str = NEWEST
     startup_seconds: float = 0.0
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
     _logs: list[IO[bytes]] = field(default_factory=list, repr=False)
 
     @classmethod
-    def start(cls, workdir: Path, timeout: float = START_TIMEOUT) -> "ApiServer":
-        """Start etcd and kube-apiserver in `workdir` and wait until /readyz answers ok."""
-        missing = missing_binaries()
+    def start(cls, workdir: Path, timeout: float = START_TIMEOUT, minor: str = NEWEST) -> "ApiServer":
+        """Start etcd and kube-apiserver (of `minor`) in `workdir` and wait until /readyz answers ok."""
+        missing = missing_binaries((minor,))
         if missing:
             raise ApiServerError(f"missing {', '.join(map(str, missing))}: {BUILD_HINT}")
         t0 = time.monotonic()
@@ -95,7 +105,8 @@ class ApiServer:
             f'clusters: [{{name: local, cluster: {{server: "https://127.0.0.1:{port}", insecure-skip-tls-verify: true}}}}]\n'
             f"users: [{{name: admin, user: {{token: {token}}}}}]\n"
             "contexts: [{name: local, context: {cluster: local, user: admin}}]\ncurrent-context: local\n")
-        api = cls(workdir, port, token, kubeconfig)
+        api = cls(workdir, port, token, kubeconfig, minor)
+        gates = ["--feature-gates", FEATURE_GATES[minor]] if FEATURE_GATES[minor] else []
         try:
             api._spawn("etcd", [
                 str(ETCD), "--data-dir", str(workdir / "etcd"), "--log-level", "warn",
@@ -105,14 +116,14 @@ class ApiServer:
                 "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
                 "--initial-cluster", f"default=http://127.0.0.1:{etcd_peer}"])
             api._spawn("kube-apiserver", [
-                str(KUBE_APISERVER), "--etcd-servers", f"http://127.0.0.1:{etcd_client}",
+                str(KUBE_APISERVER[minor]), "--etcd-servers", f"http://127.0.0.1:{etcd_client}",
                 "--bind-address", "127.0.0.1", "--secure-port", str(port),
                 "--cert-dir", str(workdir / "certs"), "--token-auth-file", str(workdir / "tokens.csv"),
                 "--authorization-mode", "RBAC",
                 "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
                 "--service-account-key-file", str(sa_pub), "--service-account-signing-key-file", str(sa_key),
                 "--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true",  # as kubeadm
-                "--feature-gates", FEATURE_GATES])
+                *gates])
             api._wait_ready(t0 + timeout)
         except BaseException:
             api.stop()

@@ -1,4 +1,5 @@
-"""JH073 against the real Pod Security admission plugin (namespace labelled `restricted`).
+"""JH073 against the real Pod Security admission plugin (namespace labelled `restricted`), on
+both minors the oracle runs (1.37 and 1.29: every test runs once per `server`).
 
 Each override below breaks one restricted check, and the API server says so: it refuses a Pod the
 render holds (helm test, hooks), and for a Deployment, StatefulSet or Job it admits the object with
@@ -17,7 +18,7 @@ from ruamel.yaml import YAML
 
 from generator.render import helm
 from generator.check.full import check_file
-from kubeapi import ApiServer, MINOR
+from kubeapi import ApiServer
 from api_oracle import dry_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "unit" / "fixtures" / "rules"
@@ -54,48 +55,48 @@ CASES: list[tuple[str, dict[str, Any], str, str, str]] = [
 
 
 @pytest.mark.parametrize(("values", "path", "check", "refusal"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_override_is_refused_and_warned(api: ApiServer, tmp_path: Path, values: dict[str, Any], path: str,
+def test_override_is_refused_and_warned(server: ApiServer, tmp_path: Path, values: dict[str, Any], path: str,
                                         check: str, refusal: str) -> None:
     """The server refuses or warns under restricted, naming the check; check warns JH073 at the field, naming the check."""
     file = tmp_path / "values.yaml"
     with file.open("w") as fh:
         YAML(typ="safe", pure=True).dump(values, fh)
-    verdict = dry_run(api, helm.render_text([file], kube_version=MINOR))
+    verdict = dry_run(server, helm.render_text([file], kube_version=server.minor))
     said = [m for m in verdict.errors + verdict.warnings if 'violate PodSecurity "restricted' in m]
     assert said, f"the API server neither refused nor warned about {values}: {verdict.explain()}"
     assert any(refusal in m for m in said), "\n".join(said)
-    jh073 = [f for f in check_file(file, MINOR) if f.rule == "JH073"]
+    jh073 = [f for f in check_file(file, server.minor) if f.rule == "JH073"]
     at = [f for f in jh073 if f.path == path]
     assert len(at) == 1, jh073
     assert f"(check {check})" in at[0].message and at[0].severity == "warning" and at[0].fix
 
 
-def test_fail_fixture_is_refused_pass_fixture_admitted(api: ApiServer) -> None:
+def test_fail_fixture_is_refused_pass_fixture_admitted(server: ApiServer) -> None:
     """The rule's fixtures: every JH073 in the fail one is a refusal; the pass one is admitted."""
-    refused = dry_run(api, helm.render_text([FIXTURES / "JH073-fail.yaml"], kube_version=MINOR))
+    refused = dry_run(server, helm.render_text([FIXTURES / "JH073-fail.yaml"], kube_version=server.minor))
     assert not refused.accepted and "violates PodSecurity" in refused.explain()
-    admitted = dry_run(api, helm.render_text([FIXTURES / "JH073-pass.yaml"], kube_version=MINOR))
+    admitted = dry_run(server, helm.render_text([FIXTURES / "JH073-pass.yaml"], kube_version=server.minor))
     assert admitted.accepted and not admitted.warnings, admitted.explain() + "\n".join(admitted.warnings)
 
 
-def test_jh018_omission_is_refused_and_reported_once(api: ApiServer) -> None:
+def test_jh018_omission_is_refused_and_reported_once(server: ApiServer) -> None:
     """JH018's fixture (a null deletes the chart's allowPrivilegeEscalation: false) is refused by
     restricted, naming allowPrivilegeEscalation; check reports it once, as JH018, not JH073."""
-    refused = dry_run(api, helm.render_text([FIXTURES / "JH018-fail.yaml"], kube_version=MINOR))
+    refused = dry_run(server, helm.render_text([FIXTURES / "JH018-fail.yaml"], kube_version=server.minor))
     assert not refused.accepted and "allowPrivilegeEscalation != false" in refused.explain(), refused.explain()
-    findings = check_file(FIXTURES / "JH018-fail.yaml", MINOR)
+    findings = check_file(FIXTURES / "JH018-fail.yaml", server.minor)
     assert [f.rule for f in findings] == ["JH018"], findings
     assert "allowPrivilegeEscalation" in findings[0].message
 
 
-def test_jh074_fixtures_against_the_plugin(api: ApiServer) -> None:
+def test_jh074_fixtures_against_the_plugin(server: ApiServer) -> None:
     """JH074's fail fixture (user containers without the restricted fields): the server warns
     that the workloads' pods would violate restricted (their creates are refused then), naming
     the containers; its pass fixture is admitted without a warning."""
-    verdict = dry_run(api, helm.render_text([FIXTURES / "JH074-fail.yaml"], kube_version=MINOR))
+    verdict = dry_run(server, helm.render_text([FIXTURES / "JH074-fail.yaml"], kube_version=server.minor))
     said = "\n".join(m for m in verdict.errors + verdict.warnings if 'violate PodSecurity "restricted' in m)
     for name in ("proxy", "setup", "cloudsql"):
         assert f'"{name}"' in said, (name, said or verdict.explain())
     assert "allowPrivilegeEscalation != false" in said and "unrestricted capabilities" in said, said
-    admitted = dry_run(api, helm.render_text([FIXTURES / "JH074-pass.yaml"], kube_version=MINOR))
+    admitted = dry_run(server, helm.render_text([FIXTURES / "JH074-pass.yaml"], kube_version=server.minor))
     assert admitted.accepted and not admitted.warnings, admitted.explain() + "\n".join(admitted.warnings)

@@ -72,7 +72,9 @@ def test_10_no_shell_image_installs_serves_and_drains(scenario: Scenario) -> Non
     assert sum(restarts.values()) == 0, restarts
 
     rng = random.Random(9)
-    ids = sc.client().submit([{"kind": "sleep", "duration": round(rng.uniform(5, 12), 1)} for _ in range(12)])
+    # jobs of 20-35 s: with 5-12 s, ci14's first try (load ~30) found all 12 done before one poll
+    # saw 4 running at once (its rerun passed)
+    ids = sc.client().submit([{"kind": "sleep", "duration": round(rng.uniform(20, 35), 1)} for _ in range(12)])
     # 120 s, and the states on a timeout: ci13's first try saw fewer than 4 running in 60 s at
     # load ~30 (its rerun passed), and said nothing of where the jobs were
     wait_until(lambda: sc.db.states()["running"] >= 4, 120, "4 jobs running",
