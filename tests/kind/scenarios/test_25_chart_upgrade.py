@@ -31,10 +31,10 @@ JOB = {"replicas": 1, "env": [{"name": "WORKLOAD_POLL_SECONDS", "value": "0.5"},
                               {"name": "WORKLOAD_CONCURRENCY", "value": "4"}]}
 
 
-def _submit(sc: Scenario, seed: int) -> list[int]:
-    """JOBS sleep jobs of 10-20 s; returns once 4 of them run."""
+def _submit(sc: Scenario, seed: int, seconds: tuple[float, float] = (10, 20)) -> list[int]:
+    """JOBS sleep jobs of 10-20 s (or `seconds`); returns once 4 of them run."""
     rng = random.Random(seed)
-    ids = sc.client().submit([{"kind": "sleep", "duration": round(rng.uniform(10, 20), 1)} for _ in range(JOBS)])
+    ids = sc.client().submit([{"kind": "sleep", "duration": round(rng.uniform(*seconds), 1)} for _ in range(JOBS)])
     wait_until(lambda: sc.db.states().get("running", 0) >= 4, 90, "4 jobs to be running")
     return ids
 
@@ -167,7 +167,10 @@ def _switch(sc: Scenario, kind: str, old_kind: str, tag: str, seed: int) -> dict
     """One upgrade that switches the job role to `kind` with jobs in flight, acknowledging the
     overlap (`kindSwitch.allowOverlap: true`: the chart refuses it otherwise); the measured window."""
     p = sc.progress
-    ids = _submit(sc, seed)
+    # jobs of 30-45 s: the old kind's pod drains them while the new kind's pod starts, so both
+    # surely run at once. With 10-20 s, ci15's first try (load ~20) saw the StatefulSet's pod
+    # start only once the Deployment's had drained (overlap 0); its rerun passed.
+    ids = _submit(sc, seed, (30, 45))
     t_up = time.time()
     with p.phase(f"helm upgrade: job role {old_kind} -> {kind} (kindSwitch.allowOverlap)"):
         sc.upgrade({"handlers": {"job": {**JOB, "kind": kind, "kindSwitch": {"allowOverlap": True}}}}
