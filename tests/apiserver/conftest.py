@@ -52,13 +52,18 @@ def api_oldest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     yield from _server(tmp_path_factory, OLDEST)
 
 
+def _of(request: pytest.FixtureRequest, minor: str) -> ApiServer:
+    """The session's API server of `minor` (fixture api or api_oldest)."""
+    return request.getfixturevalue({NEWEST: "api", OLDEST: "api_oldest"}[minor])
+
+
 @pytest.fixture(scope="session", params=MINORS)
 def server(request: pytest.FixtureRequest) -> ApiServer:
     """Each minor's API server in turn (a test run once per minor; `server.minor` says which)."""
-    return request.getfixturevalue("api" if request.param == NEWEST else "api_oldest")
+    return _of(request, request.param)
 
 
 @pytest.fixture
 def servers(request: pytest.FixtureRequest) -> Callable[[str], ApiServer]:
     """minor -> that minor's API server (for tests parametrized by minor alongside other things)."""
-    return lambda minor: request.getfixturevalue("api" if minor == NEWEST else "api_oldest")
+    return lambda minor: _of(request, minor)

@@ -9,7 +9,6 @@ import fcntl
 import json
 import os
 import secrets
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -20,7 +19,7 @@ from jhkind import setup
 from jhkind.helm import ROOT
 from jhkind.cluster import RESTRICTED_LABELS, Kube
 from jhkind.helm import Helm
-from jhkind.progress import Progress, record
+from jhkind.progress import Progress, recorded
 from jhkind.scenario import Scenario
 
 RESULTS = ROOT / "bench-results"
@@ -156,16 +155,14 @@ def _open_scenario(request, kube: Kube, helm: Helm, postgres: pg_mod.Postgres, k
         kube.create_namespace(namespace, dict(RESTRICTED_LABELS))
         workdir.mkdir(parents=True, exist_ok=True)
         sc = Scenario(kube, helm, postgres, namespace, workdir, progress, kube_cluster.kube_client).open()
-    started = time.monotonic()
-    try:
-        yield sc
-    finally:
-        rep = getattr(request.node, "rep_call", None)
-        failed = rep is None or rep.failed
-        with progress.phase("cleanup"):
-            sc.close(failed)
-        record(scenario_summary, request.node.name + (f"[{tag.lstrip('-')}]" if tag else ""), progress,
-               time.monotonic() - started, rep)
+    with recorded(scenario_summary, request.node.name + (f"[{tag.lstrip('-')}]" if tag else ""), progress,
+                  request.node):
+        try:
+            yield sc
+        finally:
+            rep = getattr(request.node, "rep_call", None)
+            with progress.phase("cleanup"):
+                sc.close(rep is None or rep.failed)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ import yaml
 from jhkind import postgres as pg_mod
 from jhkind import released, wheel
 from jhkind.helm import ROOT, deep_merge, write_values
-from jhkind.progress import Progress, record
+from jhkind.progress import Progress, recorded
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1500)]
 
@@ -47,10 +47,8 @@ def p(request: pytest.FixtureRequest, scenario_summary: dict) -> Iterator[Progre
     """This test's Progress, recorded in bench-results/kind-scenarios.json (seconds, phases,
     facts, lane) as the scenarios with a namespace of their own are."""
     progress = Progress(request.node.name.removeprefix("test_")[:3])
-    started = time.monotonic()
-    yield progress
-    record(scenario_summary, request.node.name, progress, time.monotonic() - started,
-           getattr(request.node, "rep_call", None))
+    with recorded(scenario_summary, request.node.name, progress, request.node):
+        yield progress
 
 
 @pytest.fixture(scope="module")

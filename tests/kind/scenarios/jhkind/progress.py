@@ -63,3 +63,14 @@ def record(summary: dict, key: str, progress: Progress, seconds: float, rep: obj
     if failed and rep is not None:
         entry["error"] = str(getattr(rep, "longrepr", ""))[-2000:]
     summary[key] = entry
+
+
+@contextlib.contextmanager
+def recorded(summary: dict, key: str, progress: Progress, node: object) -> Iterator[None]:
+    """Times the block and records it under `key` (record), with the test's call report
+    (`node.rep_call`, set by the scenarios' conftest), whatever the block raises."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        record(summary, key, progress, time.monotonic() - started, getattr(node, "rep_call", None))

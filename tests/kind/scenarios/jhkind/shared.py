@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -15,7 +14,7 @@ from .cluster import RESTRICTED_LABELS, Kube
 from .diagnostics import dump_namespace
 from .helm import Helm, HelmResult
 from .postgres import Postgres
-from .progress import Progress, record
+from .progress import Progress, recorded
 from .scenario import Scenario
 
 
@@ -70,11 +69,10 @@ def per_test(request: Any, shared: Shared, summary: dict) -> Iterator[Scenario]:
     assert shared.install is not None, f"{shared.what}: not run"
     shared.install.check(shared.what)
     sc.progress = Progress(request.node.name.removeprefix("test_")[:24])
-    started = time.monotonic()
-    try:
-        yield sc
-    finally:
-        rep = getattr(request.node, "rep_call", None)
-        if rep is None or rep.failed:
-            dump_namespace(sc.kube, sc.namespace, sc.helm.status(sc.release, sc.namespace))
-        record(summary, request.node.name, sc.progress, time.monotonic() - started, rep)
+    with recorded(summary, request.node.name, sc.progress, request.node):
+        try:
+            yield sc
+        finally:
+            rep = getattr(request.node, "rep_call", None)
+            if rep is None or rep.failed:
+                dump_namespace(sc.kube, sc.namespace, sc.helm.status(sc.release, sc.namespace))
