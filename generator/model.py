@@ -378,10 +378,11 @@ def init_container_order(values: Mapping[str, Any], role: str, kube_version: str
 
 
 def regular_sidecars(values: Mapping[str, Any], role: str, kube_version: str) -> list[str]:
-    """Sidecars rendered as regular containers (below the native-sidecar version)."""
-    if native_sidecars(kube_version):
-        return []
-    return _names(list(values.get("sidecars") or []) + list(_role_spec(values, role).get("sidecars") or []))
+    """The containers after the handler: sidecars rendered as regular containers (below the
+    native-sidecar version), then scaleIn.preferIdle's deletion-cost container (every version)."""
+    own = [] if native_sidecars(kube_version) else \
+        _names(list(values.get("sidecars") or []) + list(_role_spec(values, role).get("sidecars") or []))
+    return own + ([SCALE_IN["container"]] if role_prefers_idle(values, role) else [])
 
 
 def image_reference(values: Mapping[str, Any], app_version: str) -> str:
@@ -643,6 +644,23 @@ def launched_pods_admitted(launcher: Launcher, kube_version: str) -> bool:
     meet, need = POD_SECURITY_LEVELS.index(launcher.pods_meet), POD_SECURITY_LEVELS.index(launcher.enforce)
     return meet >= need or (launcher_mutates(launcher, kube_version)
                             and launcher.pods_meet == "baseline" and launcher.enforce == "restricted")
+
+
+# Scale-in that takes idle pods first (handlers.<role>.scaleIn.preferIdle; chart/templates/_scalein.tpl).
+DELETION_COST_POLICY_MIN_VERSION = _lc.min_version("podDeletionCostPolicy")
+SCALE_IN: dict[str, Any] = dict(_lc.DATA["scaleIn"])
+
+
+def role_prefers_idle(values: Mapping[str, Any], role: str) -> bool:
+    """handlers.<role>.scaleIn.preferIdle.enabled on an enabled role (the chart's scaleIn.enabled)."""
+    spec = _role_spec(values, role)
+    prefer = _block(_block(spec.get("scaleIn")).get("preferIdle"))
+    return bool(spec.get("enabled", True)) and prefer.get("enabled") is True
+
+
+def role_calls_api(values: Mapping[str, Any], role: str) -> bool:
+    """The role's pods hold an API token of their own: it launches, or sets its deletion cost."""
+    return role_launcher(values, role).enabled or role_prefers_idle(values, role)
 
 
 # Autoscaled roles (handlers.<role>.autoscaling; chart/templates/_autoscaling.tpl).

@@ -32,6 +32,7 @@ GitLab checkConfig style, so a user fixes everything in one round.
 {{- include "jobhandlers.checks.identity" (list $ $role) }}
 {{- include "jobhandlers.checks.launcher" (list $ $role) }}
 {{- include "jobhandlers.checks.autoscaling" (list $ $role) }}
+{{- include "jobhandlers.checks.scaleIn" (list $ $role) }}
 {{- include "jobhandlers.checks.kindSwitch" (list $ $role) }}
 {{- end }}
 {{- end }}
@@ -265,6 +266,23 @@ the user's own egress rules) no chart pod could reach the database. */}}
 {{- end }}
 {{- else if or (not (kindIs "invalid" $raw.rules)) $raw.namespace (and (hasKey $ps "mutate") $ps.mutate) }}
 {{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s sets launcher.rules, launcher.namespace or launcher.podSecurity.mutate, but launcher.enabled is false: nothing is rendered for them. Fix: set handlers.%s.launcher.enabled=true, or remove them. (jobhandlers check: JH045)" $role $role) }}
+{{- end }}
+{{- end }}
+
+{{/* preferIdle roles (handlers.<role>.scaleIn.preferIdle, _scalein.tpl): a ReplicaSet's only, and
+with a NetworkPolicy, a way to the API server (a launching role's is JH046 above). */}}
+{{- define "jobhandlers.checks.scaleIn" -}}
+{{- $root := index . 0 }}
+{{- $role := index . 1 }}
+{{- if include "jobhandlers.scaleIn.enabled" . }}
+{{- if include "jobhandlers.identity.stable" . }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: handlers.%s.scaleIn.preferIdle.enabled=true on a StatefulSet role: a StatefulSet always removes its highest ordinal and ignores controller.kubernetes.io/pod-deletion-cost (ReplicaSets only), so the deletion-cost container, token and RBAC would cost without effect. Fix: turn handlers.%s.scaleIn.preferIdle off (the drain still finishes the removed pod's jobs), or use kind: Deployment where the role needs no stable identities. (jobhandlers check: JH071)" $role $role) }}
+{{- end }}
+{{- $np := $root.Values.networkPolicy }}
+{{- $own := (include "jobhandlers.role.spec" . | fromJson).networkPolicy | default dict }}
+{{- if and $np.enabled (not (include "jobhandlers.launcher.enabled" .)) (not ($np.apiServer | default dict).to) (not $np.extraEgress) (not $own.extraEgress) }}
+{{- include "jobhandlers.checks.problem" (printf "jobhandlers: networkPolicy.enabled=true and handlers.%s sets its pod-deletion-cost (scaleIn.preferIdle), but networkPolicy.apiServer.to is empty and there is no extraEgress (chart-wide or the role's): its NetworkPolicy would deny every call to the API server, so its idle pods would not go first. Fix: set networkPolicy.apiServer.to to the API server's endpoint addresses (kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes), e.g. [{ipBlock: {cidr: 172.18.0.2/32}}], and networkPolicy.apiServer.ports to their port. (jobhandlers check: JH046)" $role) }}
+{{- end }}
 {{- end }}
 {{- end }}
 

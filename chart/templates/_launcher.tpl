@@ -42,9 +42,10 @@ rules, podSecurity {enforce, podsMeet, mutate, podSelector}. Call with (list $ "
   "podSelector" ($ps.podSelector | default dict)) }}
 {{- end }}
 
-{{/* The ServiceAccount of a role's pods: its own for a launching role, else the handlers'. */}}
+{{/* The ServiceAccount of a role's pods: its own for a launching role or one that sets its
+deletion cost (_scalein.tpl), else the handlers'. */}}
 {{- define "jobhandlers.launcher.serviceAccountName" -}}
-{{- if include "jobhandlers.launcher.enabled" . }}
+{{- if include "jobhandlers.role.ownServiceAccount" . }}
 {{- include "jobhandlers.componentName" . }}
 {{- else }}
 {{- include "jobhandlers.serviceAccountName" (index . 0) }}
@@ -57,9 +58,11 @@ alone (from 1.21); a launching role below gets the automounted token. Call with 
 {{- if and (include "jobhandlers.launcher.enabled" .) (include "jobhandlers.gate" (list (index . 0) "projectedServiceAccountToken")) }}true{{ end }}
 {{- end }}
 
-{{/* The pod's automountServiceAccountToken: only a launching role below 1.21. */}}
+{{/* The pod's automountServiceAccountToken: only a role with a token of its own (a launching
+role, preferIdle) below 1.21. */}}
 {{- define "jobhandlers.launcher.automount" -}}
-{{- if and (include "jobhandlers.launcher.enabled" .) (not (include "jobhandlers.launcher.projectedToken" .)) }}true{{ else }}false{{ end }}
+{{- $root := index . 0 }}
+{{- if and (include "jobhandlers.role.ownServiceAccount" .) (not (include "jobhandlers.gate" (list $root "projectedServiceAccountToken"))) }}true{{ else }}false{{ end }}
 {{- end }}
 
 {{/* The handler container's token mount (a launching role from 1.21). Call with (list $ "role"). */}}
@@ -96,9 +99,9 @@ alone (from 1.21); a launching role below gets the automounted token. Call with 
 {{- end }}
 {{- end }}
 
-{{/* The API server egress rule of a launching role's NetworkPolicy (list of rules, YAML). */}}
+{{/* The API server egress rule of a role that calls the API server (a launching role, preferIdle; list of rules, YAML). */}}
 {{- define "jobhandlers.launcher.egress" -}}
-{{- if include "jobhandlers.launcher.enabled" . }}
+{{- if include "jobhandlers.role.ownServiceAccount" . }}
 {{- $api := (index . 0).Values.networkPolicy.apiServer | default dict }}
 {{- with $api.to }}
 - to:

@@ -1,7 +1,7 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
 One module per concern (grace, probes, migration, pod, podsecurity, env, resources, networkpolicy,
-launcher, autoscaling); this one is the
+launcher, autoscaling, scalein); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .networkpolicy import _jh041, _jh042, _jh043, _jh051
 from .env import _jh050
 from .resources import _jh052
 from .podsecurity import _jh073, _jh074
+from .scalein import _jh070, _jh071
 
 
 # Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
@@ -87,6 +88,8 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH058": _jh058,
     "JH059": _jh059,
     "JH061": _jh061,
+    "JH070": _jh070,
+    "JH071": _jh071,
     "JH073": _jh073,
     "JH074": _jh074,
 }

@@ -49,14 +49,19 @@ def _jh046(ctx: Context) -> Iterator[Hit]:
     if not ctx.flag("networkPolicy.enabled", False) or ctx.get("networkPolicy.apiServer.to") \
             or ctx.get("networkPolicy.extraEgress"):
         return
-    for role, _ in _launchers(ctx):
+    for role in model.enabled_roles(ctx.values):
+        if not model.role_calls_api(ctx.values, role):
+            continue
         own = ((ctx.get("handlers") or {}).get(role) or {}).get("networkPolicy") or {}
         if own.get("extraEgress"):
             continue
+        launches = model.role_launcher(ctx.values, role).enabled
+        what, lost = (("launches Kubernetes objects", "nothing is launched or adopted") if launches else
+                      ("sets its pod-deletion-cost (scaleIn.preferIdle)", "its idle pods do not go first"))
         yield Hit([_p("networkPolicy.apiServer.to"), _p("networkPolicy.enabled")],
-                  f"networkPolicy.enabled=true and role {role} launches Kubernetes objects, but "
+                  f"networkPolicy.enabled=true and role {role} {what}, but "
                   "networkPolicy.apiServer.to is empty and there is no extraEgress: its NetworkPolicy denies "
-                  "every call to the API server, so nothing is launched or adopted (the chart refuses to render it)",
+                  f"every call to the API server, so {lost} (the chart refuses to render it)",
                   "set networkPolicy.apiServer.to to the API server's endpoint addresses (`kubectl get endpointslice "
                   "-n default -l kubernetes.io/service-name=kubernetes`), e.g. [{ipBlock: {cidr: 172.18.0.2/32}}], "
                   "and networkPolicy.apiServer.ports to their port")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -117,7 +118,12 @@ def _fullname(objects: dict[Key, dict[str, Any]]) -> str:
 
 
 def _short(fullname: str, key: Key) -> str:
-    return f"{key[0]}/{key[1].removeprefix(fullname + '-')}"
+    """Kind/name without the release's fullname; a cluster-scoped object's name also starts with
+    its release's namespace (<namespace>-<fullname>-..., an admission policy), left out too."""
+    name = key[1].removeprefix(fullname + "-")
+    if name == key[1]:
+        name = re.sub(rf"^[a-z0-9-]*?-{re.escape(fullname)}-", "", name)
+    return f"{key[0]}/{name}"
 
 
 def _same_objects(before: dict[Key, dict[str, Any]], after: dict[Key, dict[str, Any]]) -> list[str]:

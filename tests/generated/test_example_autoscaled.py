@@ -105,21 +105,21 @@ PROBES = {
 }
 # kube version -> role -> init container order, regular sidecars, drain adapter, node-loss toleration.
 PODS = {
-    '1.16': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.16': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.17': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.17': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.18': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.18': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.20': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.20': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.25': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.25': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.28': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.28': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.34': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.34': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
-    '1.37': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False},
+    '1.37': {'job': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': ['deletion-cost'], 'stop_signal': False},
  'web': {'drain_mode': 'marker', 'init_order': ['wait-for-migrations'], 'node_loss_toleration': 30, 'pre_stop': 'exec', 'regular_sidecars': [], 'stop_signal': False}},
 }
 

@@ -54,16 +54,19 @@ test-kind-smoke: kind-up venv ## smoke tests on the live kind cluster
 
 # Scenarios run KIND_JOBS at a time (they mostly wait on migrations and jobs); the node
 # scenarios (marker `nodes`: drain, node loss, and 19's NetworkPolicy engine in every worker's
-# packet path) take workers away, so they run alone, after the others.
+# packet path) take workers away, so they run alone, after the others; with them, one at a time,
+# the scenarios marked `sequential` (that pass, on a cluster of its own in .ci/run, ends long
+# before the main one: stop 36's lanes table).
 KIND_JOBS ?= 3
 # A scenario that fails is run once more (pytest-rerunfailures; "R" in the log and a RERUN line):
 # they share two cores and a cluster, and a probe or an install can miss its window under load.
 KIND_RERUNS ?= 1
 # The smoke tests run in the first pass with the scenarios (their slowest, a throwaway second
 # cluster for kind-down, would otherwise hold up every scenario for ~2 min).
-# KIND_PART=main runs the first pass, KIND_PART=nodes the node scenarios (.ci/run runs make test's
-# waiting pass beside them: they mostly wait); empty (the default): both. -raR prints why a rerun
-# scenario failed the first time.
+# KIND_PART=main runs the first pass, KIND_PART=nodes the node scenarios, KIND_PART=heavy the
+# scenarios marked `heavy` (16b, 22e: an install of their own takes most of a lane; 2 at a time,
+# `--dist load`); empty (the default): all three. .ci/run runs the heavy pass only when its main
+# pass ended before HEAVY_BEFORE. -raR prints why a rerun scenario failed the first time.
 KIND_PART ?=
 # KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
 # (.ci/run runs both passes at once, on two clusters, and removes it before)
@@ -74,14 +77,17 @@ KIND_KEEP_RESULTS ?=
 # throwaway cluster for kind-down: its own cleanup checks both clusters' kind-down instead).
 KIND_PYTEST_ARGS ?=
 KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(KIND_PYTEST_ARGS)
-test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, then the node scenarios alone)
-	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
-ifneq ($(KIND_PART),nodes)
+test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, the heavy ones 2 at a time, then the node scenarios alone)
+	@case "$(KIND_PART)" in ""|main|nodes|heavy) ;; *) echo "make test-kind: KIND_PART is main, nodes, heavy or empty (all three), not '$(KIND_PART)'"; exit 2;; esac
+ifeq ($(filter nodes heavy,$(KIND_PART)),)
 	@$(if $(KIND_KEEP_RESULTS),true,rm -f bench-results/kind-scenarios.json)
-	$(KIND_PYTEST) -n $(KIND_JOBS) --dist loadgroup -m 'not nodes' tests/kind/test_smoke.py tests/kind/scenarios
+	$(KIND_PYTEST) -n $(KIND_JOBS) --dist loadgroup -m 'not nodes and not sequential and not heavy' tests/kind/test_smoke.py tests/kind/scenarios
 endif
-ifneq ($(KIND_PART),main)
-	$(KIND_PYTEST) -m nodes tests/kind/scenarios
+ifeq ($(filter main nodes,$(KIND_PART)),)
+	$(KIND_PYTEST) -n 2 --dist load -m 'heavy and not nodes and not sequential' tests/kind/scenarios
+endif
+ifeq ($(filter main heavy,$(KIND_PART)),)
+	$(KIND_PYTEST) -m 'nodes or sequential' tests/kind/scenarios
 endif
 
 # The NetworkPolicy engine of scenario 19 (kube-router's firewall alone, built from its Go module:

@@ -270,13 +270,16 @@ def test_services_only_for_roles_with_a_port(objs, values):
         assert svc["spec"]["selector"] == deps[role]["spec"]["selector"]["matchLabels"]
 
 
-def test_security_contexts_restricted(objs, version):
-    # the post-deploy Job's wait-for-rollout lists pods: below 1.21 with the automounted token (JH038)
+def test_security_contexts_restricted(objs, version, values):
+    # the post-deploy Job's wait-for-rollout lists pods, a launching or preferIdle role's pods patch or
+    # create objects: below 1.21 with the automounted token (JH038, JH049, JH070)
     legacy_token = not model.at_least(version, model.POST_DEPLOY_PROJECTED_TOKEN_MIN_VERSION)
     post = [j["metadata"]["name"] for j in migration_jobs(objs, post_deploy=True)]
     for obj in kinds(objs, "Deployment") + kinds(objs, "StatefulSet") + kinds(objs, "Job"):
         spec = pod_spec(obj)
-        assert spec["automountServiceAccountToken"] is (legacy_token and obj["metadata"]["name"] in post)
+        role = obj["metadata"]["labels"]["app.kubernetes.io/component"]
+        token = obj["metadata"]["name"] in post or (obj["kind"] != "Job" and model.role_calls_api(values, role))
+        assert spec["automountServiceAccountToken"] is (legacy_token and token)
         assert spec["securityContext"]["runAsNonRoot"] is True
         pod_annotations = obj["spec"]["template"]["metadata"].get("annotations") or {}
         if model.at_least(version, "1.19"):  # the seccompProfile field exists from 1.19
@@ -294,8 +297,10 @@ def test_security_contexts_restricted(objs, version):
         assert sa["automountServiceAccountToken"] is False
 
 
-# a launching role's MutatingAdmissionPolicy and its binding (podSecurity.mutate)
-CLUSTER_SCOPED = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+# a launching role's MutatingAdmissionPolicy and its binding (podSecurity.mutate), a preferIdle role's
+# ValidatingAdmissionPolicy and its binding
+CLUSTER_SCOPED = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
 def test_standard_labels(objs):

@@ -217,6 +217,23 @@ def test_start_drained_and_the_prestop_marker_stop_claiming(migrated: str, spawn
     assert h.wait(10) == 0
 
 
+def test_busy_file_while_a_job_runs(migrated: str, spawn: Any, tmp_path: Path) -> None:
+    """The reference contract's busy signal (scaleIn.preferIdle's default busyPath): `busy` exists
+    while a job runs and not while the handler is idle; a restarted container starts idle."""
+    state = tmp_path / "st"
+    state.mkdir()
+    (state / "busy").write_text("a previous container's\n")
+    h = spawn(migrated, "job", state=state)
+    h.wait_event("claiming")
+    assert not (state / "busy").exists(), "a handler starts idle"
+    jid = submit(migrated, "sleep", 3.0)[0]
+    wait_for(lambda: (state / "busy").exists(), 10, "busy while the job runs")
+    h.wait_event("finished", where=lambda e: e["job"] == jid)
+    wait_for(lambda: not (state / "busy").exists(), 10, "idle once the job is done")
+    h.signal(signal.SIGTERM)
+    assert h.wait(10) == 0
+
+
 def test_heartbeat_stops_during_a_blocking_job_and_resumes(migrated: str, spawn: Any, tmp_path: Path) -> None:
     state = tmp_path / "st"
     h = spawn(migrated, "job", state=state)

@@ -120,19 +120,6 @@ def live_progress(request) -> Iterator[None]:
     Progress.terminal = None
 
 
-# Each Galaxy module is one lane (its pytestmark's xdist_group: one worker runs all its tests in
-# collection order), and `--dist loadgroup` hands the biggest scopes out first: the two lanes
-# start at once on two workers, the third runs the other scenarios. In each lane, the tests with
-# an install of their own come first, so the module-scoped install does not sit idle beside them
-# (a module fixture lives until the module's last test). Everything else keeps file order.
-FIRST = ("test_16b_", "test_22e_")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """FIRST to the front (stable: file order otherwise)."""
-    items.sort(key=lambda item: not item.name.startswith(FIRST))
-
-
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -34,11 +34,13 @@ from jhkind.scenario import Scenario, job_completed_at
 from jhkind.shared import Shared, open_shared, per_test
 from jhkind.waits import WaitTimeout, wait_until
 
-# One Galaxy lane: one worker runs every test of this module, one after the other (make test-kind:
-# --dist loadgroup), the ones with installs of their own first (conftest.FIRST), then the ones
-# of the module-scoped install. Galaxy is most of the scenarios' CPU: with a worker per install,
-# four Galaxy installs started at once (16a's, 16e's, 22's and 22c's on the node cluster) and the
-# first minutes ran at load 28-35 on 2 cores (stop 33's CI: 16c failed twice).
+# One Galaxy lane for both Galaxy modules (this one's and test_22_galaxy_k8s's, group "galaxy"):
+# one worker runs their tests one after the other (make test-kind: --dist loadgroup), this
+# module's shared install first, then 22's. Galaxy is most of the scenarios' CPU: with a worker
+# per install, four Galaxy installs started at once and the first minutes ran at load 28-35 on 2
+# cores (stop 33's CI: 16c failed twice); with a lane per module (stop 42), the two shared
+# installs, 16b's and 22e's started together and the slower machine's CI failed 16a, 16c, 22e and
+# 22's install on timing. 16b and 22e, with installs of their own, are `heavy` (a pass of their own).
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}
@@ -153,6 +155,7 @@ def _settled(sc: Scenario, before: set[int], timeout: float) -> list[dict]:
     return mine()
 
 
+@pytest.mark.heavy
 def test_16b_galaxy_helm_pattern_gating_off(scenario: Scenario) -> None:
     """galaxy-helm's pattern in our values (jhkind.galaxy.galaxy_helm_overrides): every process a
     Deployment with a fixed --server-name, job_handler_0 and job_handler_1 one Deployment each,

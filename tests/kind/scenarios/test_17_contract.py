@@ -23,7 +23,9 @@ from jhkind.observe import LogFollower, terminated_state
 from jhkind.scenario import WORKLOAD_IMAGE, Scenario
 from jhkind.waits import hold_for, wait_until
 
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(900)]
+# `sequential`: in the node scenarios' pass (its own cluster in .ci/run), which ends long before the
+# main pass: 17's 6 minutes of lane time cost the main lanes nothing there.
+pytestmark = [pytest.mark.kind, pytest.mark.sequential, pytest.mark.timeout(900)]
 
 # v2 accepts the expand-only revision 5 (acceptAhead set one release BEFORE the split upgrade:
 # old pods keep the values they were created with; JH035).

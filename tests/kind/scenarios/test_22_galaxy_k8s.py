@@ -41,9 +41,9 @@ from jhkind.scenario import Scenario, job_completed_at
 from jhkind.shared import Shared, per_test
 from jhkind.waits import wait_until
 
-# The Kubernetes runner's Galaxy lane: one worker runs every test of this module (see
-# test_16_galaxy's pytestmark), 22e first (conftest.FIRST); 22c runs in the node pass.
-pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy-k8s")]
+# The Galaxy lane (group "galaxy", see test_16_galaxy's pytestmark): one worker runs this module's
+# tests after test_16's; 22e is `heavy` (its own pass); 22c runs in the node pass.
+pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 @pytest.fixture(scope="module")
 def galaxy_k8s(kube: Kube, helm: Helm, postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
@@ -400,6 +400,7 @@ def _old_version_overrides() -> dict:
 WEB_PRESTOP = {"drain": {"preStopSeconds": 10}}
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(2400)
 def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scenario) -> None:
     """Galaxy 25.1.3 on its Kubernetes runner (galaxy-k8s.yaml with the :25.1 image, job pods

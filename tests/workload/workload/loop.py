@@ -148,6 +148,7 @@ class Loop:
                     self._erroring = False
                 try:
                     self.state.beat()
+                    self.state.set_busy(self.in_flight() > 0)
                 except OSError as exc:
                     log.event("heartbeat_error", level="error", error=str(exc))
             if self.life.stopping and self.in_flight() == 0:

@@ -1,4 +1,4 @@
-"""The state directory shared with the chart's probes: heartbeat, drain and stopping files."""
+"""The state directory shared with the chart's probes: heartbeat, drain, stopping and busy files."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 HEARTBEAT = "heartbeat"
 DRAIN = "drain"
 STOPPING = "stopping"
+BUSY = "busy"  # present while work runs (scaleIn.preferIdle's default busyPath)
 
 
 class StateDir:
@@ -19,12 +20,13 @@ class StateDir:
         self.interval = heartbeat_interval
         self._last_beat = 0.0
         self._seq = 0
+        self._busy = False
 
     def prepare(self) -> None:
         """Create the directory; drop the previous container's heartbeat and stopping files
         (the emptyDir outlives a container restart; `drain` is operator state and stays)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        for name in (HEARTBEAT, STOPPING):
+        for name in (HEARTBEAT, STOPPING, BUSY):
             (self.path / name).unlink(missing_ok=True)
 
     def _write(self, name: str) -> None:
@@ -65,6 +67,16 @@ class StateDir:
             self._write(DRAIN)
         else:
             (self.path / DRAIN).unlink(missing_ok=True)
+
+    def set_busy(self, on: bool) -> None:
+        """Write `busy` when work starts running, remove it when none runs (a syscall per change)."""
+        if on == self._busy:
+            return
+        if on:
+            self._write(BUSY)
+        else:
+            (self.path / BUSY).unlink(missing_ok=True)
+        self._busy = on
 
     def set_stopping(self) -> None:
         self._write(STOPPING)
