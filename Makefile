@@ -38,7 +38,8 @@ PYTEST_WAIT_JOBS ?= 4
 WAIT_RERUNS ?= --reruns 1 --reruns-delay 5 -raR
 CPU_TESTS  := tests/unit tests/render tests/generated
 # tests/apiserver (a real kube-apiserver + etcd, the oracle of what a cluster accepts) waits too:
-# in .ci/run the waiting pass runs after `make kind-node-image`, which built its binaries.
+# the waiting pass builds its binaries first (`make apiserver-bin`: the node image's own builds and
+# caches, a no-op when `make kind-node-image` built them).
 WAIT_TESTS := tests/apps tests/workload tests/packaging tests/apiserver
 HELM_DOCS_VERSION := v1.14.2
 KUBECONFORM_VERSION := v0.8.0

@@ -18,7 +18,7 @@ from .. import lifecycle as _lc, platforms as plat
 from ..findings import POLICY, Finding
 from ..findings import dotted
 from .base import Context, Hit, Rule, _Skip
-from .autoscaling import _jh055, _jh056, _jh057, _jh058, _jh059
+from .autoscaling import _jh055, _jh056, _jh057, _jh058, _jh059, _jh072
 from .grace import _jh001, _jh011, _jh012, _jh019, _jh020, _jh021, _jh029
 from .probes import _jh002_all, _jh007, _jh008, _jh013, _jh014, _jh015
 from .migration import _jh003, _jh004, _jh005, _jh006, _jh016, _jh022, _jh030, _jh035, _jh036, _jh037, _jh038
@@ -90,6 +90,7 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH061": _jh061,
     "JH070": _jh070,
     "JH071": _jh071,
+    "JH072": _jh072,
     "JH073": _jh073,
     "JH074": _jh074,
 }

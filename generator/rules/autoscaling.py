@@ -1,5 +1,6 @@
 """Rules on autoscaled roles (handlers.<role>.autoscaling): one autoscaler, no replicas beside it,
-scale to zero and scale-down windows that fit the role's drain, triggers that see the work."""
+scale to zero and scale-down windows that fit the role's drain, triggers that see the work,
+utilization targets whose pods request what they measure."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start 
     from typing import Any, Iterator
 
 from .. import model
+from ..findings import dotted
 from .base import Context, Hit, _p
 
 
@@ -116,3 +118,58 @@ def _jh059(ctx: Context) -> Iterator[Hit]:
                       f"(drain.runtimeMultiplier={multiplier:g}): the queue length leaves out delivered, "
                       "unacknowledged messages, so KEDA scales in while every prefetch window is full",
                       "use mode: MessageRate, a trigger on the app's own in-flight count, or no prefetch")
+
+
+def _utilization_metrics(ctx: Context, role: str) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """(key path, resource) of each metric of the role's autoscaler that is a percentage of the pods'
+    requests: an HPA `Resource` metric with target type Utilization, a KEDA cpu/memory trigger in
+    its default metricType Utilization (KEDA turns it into the same HPA metric)."""
+    kind = model.role_autoscaler(ctx.values, role)
+    auto = _auto(ctx, role)
+    base: tuple[str | int, ...] = ("handlers", role, "autoscaling")
+    if kind == "hpa":
+        for i, m in enumerate(auto["hpa"].get("metrics") or []):
+            res = m.get("resource") if isinstance(m, Mapping) and m.get("type") == "Resource" else None
+            target = res.get("target") if isinstance(res, Mapping) else None
+            if isinstance(target, Mapping) and target.get("type") == "Utilization" and res.get("name"):
+                yield base + ("hpa", "metrics", i), str(res["name"])
+    elif kind == "keda":
+        for i, t in enumerate(auto["keda"].get("triggers") or []):
+            if isinstance(t, Mapping) and t.get("type") in ("cpu", "memory") \
+                    and (t.get("metricType") or "Utilization") == "Utilization":
+                yield base + ("keda", "triggers", i), str(t["type"])
+
+
+def _pod_containers(ctx: Context, role: str) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
+    """(key path, container name, resources) of every container the HPA sums requests over in the
+    role's pods: the role's own, the sidecars (chart-wide, then the role's), extra init containers with
+    restartPolicy Always (native sidecars of yours) and preferIdle's deletion-cost container. The
+    chart's own containers fall back to defaultResources; yours are rendered as given."""
+    spec = (ctx.get("handlers") or {}).get(role) or {}
+    default = ctx.get("defaultResources")
+    yield ("handlers", role, "resources"), role, spec.get("resources") or default
+    for key in ("sidecars", "extraInitContainers"):
+        for where, items in (((key,), ctx.get(key)), (("handlers", role, key), spec.get(key))):
+            for i, c in enumerate(items or []):
+                if not isinstance(c, Mapping) or (key == "extraInitContainers" and c.get("restartPolicy") != "Always"):
+                    continue
+                yield where + (i, "resources"), str(c.get("name")), c.get("resources")
+    if model.role_prefers_idle(ctx.values, role):
+        yield (("handlers", role, "scaleIn", "preferIdle", "resources"), model.SCALE_IN["container"],
+               spec["scaleIn"]["preferIdle"].get("resources") or default)
+
+
+def _jh072(ctx: Context) -> Iterator[Hit]:
+    for role in model.enabled_roles(ctx.values):
+        for metric, resource in _utilization_metrics(ctx, role):
+            for path, name, block in _pod_containers(ctx, role):
+                requests = block.get("requests") if isinstance(block, Mapping) else None
+                if isinstance(requests, Mapping) and requests.get(resource) is not None:
+                    continue
+                own = [path[:-1]] if isinstance(path[-2], int) else []  # a container of yours: its item
+                yield Hit([path, *own, metric],
+                          f"{dotted(metric)} scales on {resource} utilization (a percentage of the pods' requests), "
+                          f"but container {name} ({dotted(path)}) requests no {resource}: the HPA controller then "
+                          f"computes no utilization (\"missing request for {resource} in container {name}\") and never "
+                          "scales the role",
+                          f"set {dotted(path)}.requests.{resource}, or scale on an AverageValue target instead")

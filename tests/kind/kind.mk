@@ -22,7 +22,7 @@ KIND_REGISTRY     ?= 1
 export KIND_K8S KIND_CONTAINERD KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE KIND_REGISTRY
 KIND_ENV := KIND=$(KIND)
 
-.PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-registry-down kind-postgres test-kind-versions test-kind-smoke test-kind netpol-image
+.PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-registry-down kind-postgres test-kind-versions test-kind-smoke test-kind netpol-image metrics-server-image
 
 docker-up: ## start dockerd (installs docker.io when missing; runc wrapper for this kernel)
 	tests/images/docker-up.sh
@@ -96,6 +96,12 @@ endif
 netpol-image: docker-up ## jobhandlers/kind-netpol:<hash>: the NetworkPolicy engine of kind scenario 19
 	@t0=$$SECONDS; tests/kind/scripts/netpol-image.sh >/dev/null; echo "netpol-image: $$((SECONDS - t0)) s"
 image: netpol-image
+
+# metrics-server v0.8.0 from its Go module (tests/kind/build/metrics-server), the HPA's real metrics
+# source in scenario 26e (~1,300 packages: a few minutes cold, seconds warm). Part of `make image`.
+metrics-server-image: docker-up ## jobhandlers/metrics-server:<hash>: the metrics source of kind scenario 26e
+	@t0=$$SECONDS; tests/kind/scripts/metrics-server-image.sh >/dev/null; echo "metrics-server-image: $$((SECONDS - t0)) s"
+image: metrics-server-image
 
 # The version-gate suite on a second, older live cluster (issue 19): its own node image (built
 # from the Kubernetes modules of build/k8s/v$(KIND_VERSIONS_K8S), ~26 min cold, cached after),

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import time
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -32,6 +35,7 @@ from jhkind import nodes
 from jhkind.cluster import pod_ready
 from jhkind.observe import deletion_started, old_pod_exit
 from jhkind.scenario import Scenario
+from jhkind.setup import BIN
 from jhkind.waits import wait_until
 
 # `sequential`: in the node scenarios' pass (one at a time, on its own cluster), which ends long
@@ -303,4 +307,149 @@ def test_26d_celery_statefulset_hpa_scale_in_takes_the_top_ordinal(scenario: Sce
     assert rep["lost"] == 0 and rep["finished"] == n, rep
     assert rep["run_twice"] == 0 and rep["interrupted_runs"] == 0, rep
     assert rep["exit"][0] == 0 and rep["exit"][1] < grace, f"{name} exit code and seconds after deletion: {rep['exit']}"
+    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+
+
+# 26e: the HPA's real metrics source (metrics-server v0.8.0, built here from its Go module).
+MS_MANIFEST = Path(__file__).resolve().parent / "metrics-server.yaml"
+MS_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "metrics-server-image.sh"
+BURST = 10  # cpu jobs of CPU_SECONDS each, 2 per pod at once
+CPU_SECONDS = 20
+LONG_SECONDS = 240  # 2 sleep jobs submitted at the peak: still running when the quiet scale-in comes
+
+
+def _ms_docs(image: str) -> str:
+    return MS_MANIFEST.read_text().replace("IMAGE", image)
+
+
+def _raw(kube, path: str) -> dict | None:
+    res = nodes.kubectl(kube, "get", "--raw", path, timeout=60)
+    return json.loads(res.stdout) if res.returncode == 0 else None
+
+
+@pytest.fixture(scope="module")
+def metrics_server(kube, kind_cluster_name: str) -> Iterator[str]:
+    """metrics-server in kube-system for this module's tests, serving metrics.k8s.io; removed after."""
+    res = subprocess.run([str(MS_SCRIPT)], capture_output=True, text=True, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    image = res.stdout.strip().splitlines()[-1]
+    res = subprocess.run([str(BIN / "kind"), "load", "docker-image", image, "--name", kind_cluster_name],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = subprocess.run(
+        [str(nodes.KUBECTL), "--kubeconfig", kube.kubeconfig, "apply", "-f", "-"], input=_ms_docs(image),
+        capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    try:
+        wait_until(lambda: bool((_raw(kube, "/apis/metrics.k8s.io/v1beta1/nodes") or {}).get("items")), 240,
+                   "metrics-server serving node metrics", interval=3)
+        yield image
+    finally:
+        subprocess.run([str(nodes.KUBECTL), "--kubeconfig", kube.kubeconfig, "delete", "--wait", "--timeout=90s",
+                        "--ignore-not-found", "-f", "-"], input=_ms_docs(image), capture_output=True, text=True,
+                       timeout=150)
+
+
+def _hpa_status(sc: Scenario) -> dict:
+    res = nodes.kubectl(sc.kube, "get", "hpa", "-n", sc.namespace, "-o", "json", timeout=60)
+    res.check_returncode()
+    items = json.loads(res.stdout)["items"]
+    assert len(items) == 1, [i["metadata"]["name"] for i in items]
+    return items[0].get("status") or {}
+
+
+def _cpu_utilization(sc: Scenario) -> int | None:
+    for m in _hpa_status(sc).get("currentMetrics") or []:
+        if m.get("type") == "Resource" and m["resource"]["name"] == "cpu":
+            return m["resource"]["current"].get("averageUtilization")
+    return None
+
+
+def test_26e_burst_then_quiet_with_metrics_server(scenario: Scenario, metrics_server: str) -> None:
+    """Burst then quiet, with the HPA on CPU fed by a real metrics-server: the job role (requests 100m,
+    limit 300m, 2 slots a pod) autoscaled between 2 and 4 at 50 % of its requests, preferIdle on. A burst
+    of cpu jobs drives it to 4; at the peak 2 long sleep jobs start; once the cpu jobs are done the CPU
+    falls and the HPA scales back to 2 (a 20 s window here: the derived one is 300 s) while the sleep
+    jobs still run: the pods that go are idle ones (deletion cost 0), exit 0 within their grace, and
+    every job runs once, on the pod that started it."""
+    sc, p = scenario, scenario.progress
+    env = [{"name": k, "value": v} for k, v in
+           {"WORKLOAD_POLL_SECONDS": "0.5", "WORKLOAD_LEASE_SECONDS": "10", "WORKLOAD_CONCURRENCY": "2"}.items()]
+    tiny = {"requests": {"cpu": "10m", "memory": "32Mi"}}
+    values = {"handlers": {"job": {
+        "replicas": None, "maxJobRuntimeSeconds": LONG_SECONDS + 60, "env": env,
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "300m"}},
+        "autoscaling": {"hpa": {
+            "enabled": True, "minReplicas": 2, "maxReplicas": 4,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                "type": "Utilization", "averageUtilization": 50}}}],
+            "behavior": {
+                "scaleUp": {"stabilizationWindowSeconds": 0,
+                            "policies": [{"type": "Pods", "value": 2, "periodSeconds": 15}]},
+                "scaleDown": {"stabilizationWindowSeconds": 20,
+                              "policies": [{"type": "Pods", "value": 2, "periodSeconds": 15}]}}}},
+        "scaleIn": {"preferIdle": {"enabled": True, "periodSeconds": PERIOD, "resources": tiny}}}}}
+    with p.phase("install: the job role autoscaled 2-4 on CPU (50 % of 100m)"):
+        sc.install(values).check("helm install")
+        wait_until(lambda: len([q for q in sc.handler_pods("job") if pod_ready(q)]) == 2, 180, "2 job handlers Ready",
+                   describe=sc.describe_pods)
+    with p.phase("the HPA reads the pods' CPU from metrics-server"):
+        wait_until(lambda: _cpu_utilization(sc) is not None, 180, "the HPA's current CPU utilization",
+                   describe=lambda: json.dumps(_hpa_status(sc))[-1500:])
+    p.fact("cpu_utilization_idle", _cpu_utilization(sc))
+    grace = sc.grace("job")
+    with p.phase(f"burst: {BURST} cpu jobs of {CPU_SECONDS} s; the HPA scales out to 4"):
+        t0 = time.monotonic()
+        burst = sc.client().submit([{"kind": "cpu", "duration": CPU_SECONDS}] * BURST)
+        peak: list[int] = []
+
+        def scaled_out() -> bool:
+            if (u := _cpu_utilization(sc)) is not None:
+                peak.append(u)
+            return _replicas(sc) == 4
+        wait_until(scaled_out, 240, "the HPA's scale-out to 4", interval=2,
+                   describe=lambda: f"replicas {_replicas(sc)}, utilization {peak[-5:]}")
+        scale_out_s = round(time.monotonic() - t0, 1)
+        wait_until(lambda: len([q for q in sc.handler_pods("job") if pod_ready(q)]) == 4, 180, "4 job handlers Ready",
+                   describe=sc.describe_pods)
+    p.fact("scale_out_seconds", scale_out_s)
+    p.fact("cpu_utilization_peak", max(peak or [0]))
+    with p.phase(f"at the peak: 2 sleep jobs of {LONG_SECONDS} s"):
+        long = sc.client().submit([{"kind": "sleep", "duration": LONG_SECONDS}] * 2)
+        wait_until(lambda: len(sc.db.attempts(long)) == 2, 120, "both long jobs claimed")
+    everyone = {q["metadata"]["uid"]: q["metadata"]["name"] for q in sc.handler_pods("job")}
+    busy = sorted({a.pod for a in sc.db.attempts(long)})
+    with p.phase("the burst ends"):
+        wait_until(lambda: sc.db.report(burst)["done"] == BURST, 300, "every cpu job done", interval=2,
+                   describe=lambda: str(sc.db.report(burst)))
+        t_quiet = time.monotonic()
+    with p.phase("quiet: the HPA scales back to 2, idle pods first"):
+        wait_until(lambda: len(sc.handler_pods("job", live_only=False)) == 2, LONG_SECONDS, "the scale-in to 2",
+                   interval=2, describe=lambda: f"replicas {_replicas(sc)}, utilization {_cpu_utilization(sc)}, "
+                                                f"costs {_costs(sc)}")
+        scale_in_s = round(time.monotonic() - t_quiet, 1)
+        running = [a for a in sc.db.attempts(long) if a.ended_at is None]
+    p.fact("scale_in_seconds_after_the_burst", scale_in_s)
+    kept = {q["metadata"]["name"] for q in sc.handler_pods("job")}
+    removed = {uid: name for uid, name in everyone.items() if name not in kept}
+    p.fact("busy_pods", busy)
+    p.fact("removed_pods", sorted(removed.values()))
+    p.fact("long_jobs_running_at_the_scale_in", len(running))
+    assert len(running) == 2, f"the long jobs ended before the scale-in ({scale_in_s} s after the burst): nothing to prove"
+    assert not set(busy) & set(removed.values()), f"preferIdle: a busy pod was removed ({busy} busy, {removed} removed)"
+    exits = []
+    last = sc.timeline.last_pods()
+    for uid, name in removed.items():
+        started, finished, code = old_pod_exit(sc.timeline, uid, name, "job", last)
+        assert code == 0 and finished - started < grace, f"{name}: exit {code} after {finished - started:.0f} s"
+        exits.append(round(finished - started, 1))
+    p.fact("removed_exit_seconds", exits)
+    with p.phase("the long jobs finish on their pods"):
+        wait_until(lambda: sc.db.report(long)["done"] == 2, LONG_SECONDS + 60, "both long jobs done", interval=3)
+    report = sc.db.report(burst + long)
+    p.fact("jobs", report)
+    assert report["lost"] == 0 and report["reruns"] == 0 and report["duplicate_completions"] == 0, report
+    attempts = sc.db.attempts(burst + long)
+    assert len(attempts) == BURST + 2 and all(a.outcome == "done" for a in attempts), attempts
+    assert all(a.pod in kept for a in attempts if a.job_id in long), "a long job ended on a pod that was removed"
     assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
