@@ -102,8 +102,7 @@ def _quiet(sc: Scenario) -> list[str]:
     are before this test's jobs."""
     with sc.progress.phase("every handler Ready, every earlier job of the install final"):
         sc.wait_handlers_ready(600)
-        unfinished = lambda: [r for r in sc.pg.sql(sc.database, "SELECT id, state FROM job")  # noqa: E731
-                              if r[1] in gx.UNFINISHED]
+        unfinished = lambda: [(j["id"], j["state"]) for j in gx.jobs(sc) if j["state"] in gx.UNFINISHED]  # noqa: E731
         wait_until(lambda: not unfinished(), 600, "earlier jobs final", interval=3, describe=lambda: str(unfinished()))
     return _contents(sc)
 
