@@ -118,6 +118,27 @@ def test_cpu_report_says_where_the_cpu_went(tmp_path):
     assert cpu.summarize(tmp_path / "missing.jsonl") == {} and "No CPU samples" in cpu.markdown({})
 
 
+def test_cpu_report_counts_a_cluster_deleted_before_the_end(tmp_path):
+    """A node first sampled late (the node pass's cluster starts after the phase did) and gone
+    before the last sample (its kind-down): counted from 0 to its last sample, not as the machine
+    outside the nodes."""
+    import sys
+    sys.path.insert(0, str(ROOT / ".ci"))
+    import cpu
+    def rec(t: float, host: float, nodes: dict[str, tuple[float, float]]) -> str:
+        return json.dumps({"t": t, "host": host * 1e9, "pods": {},
+                           "nodes": {n: [a * 1e9, b * 1e9] for n, (a, b) in nodes.items()}})
+    path = tmp_path / "cpu.jsonl"
+    path.write_text("\n".join([
+        rec(0, 1000, {"jobhandlers-worker": (100, 50)}),
+        rec(50, 1080, {"jobhandlers-worker": (120, 60), "jobhandlers-nodes-worker": (30, 10)}),
+        rec(100, 1200, {"jobhandlers-worker": (150, 80)}),
+    ]) + "\n")
+    s = cpu.summarize(path)
+    assert s["host"] == 200 and s["outside_nodes"] == 200 - 50 - 30
+    assert s["node_own"] == (50 - 30) + (30 - 10)
+
+
 def test_markdown_with_cpu_has_a_cpu_column(tmp_path):
     scen = tmp_path / "scenarios.json"
     scen.write_text(json.dumps({"test_16b_galaxy_helm_pattern_gating_off": {"passed": True, "seconds": 500,
