@@ -38,9 +38,8 @@ BUDGETS: dict[str, tuple[int, str]] = {
     "kind-up-nodes": (90, "check"),      # the node scenarios' cluster, beside the first's scenarios
     "kind-postgres-nodes": (60, "check"),
     "test-cpu": (600, "check"),          # alone, first (stop 43): 204-219 s alone on stop 42's machine (warm venv); beside the waiting pass 653 s (ci18), 2518 s beside it and the scenarios (ci21)
-    "test-kind-main": (2700, "check"),   # stop 35 rehearsal ci13: 2495 s with 1 rerun; stop 34: 3631 s with 5 reruns, five Galaxy installs
-    "test-kind-nodes": (1900, "check"),  # stop 35: 1221-1228 s (ci12, ci13); since stop 37 also the `sequential` scenarios (17, 26: ~9 min alone)
-    "test-kind-heavy": (1000, "check"),  # 16b and 22e, 2 at a time, after the main pass (stop 36's ci15, in the main pass: 377 and 665 s); "did not run" when the main pass ended after HEAVY_BEFORE
+    "test-kind-main": (2700, "check"),   # stop 45 (3 lanes, 16b and 22e last in it): ci4 1898 s + 474 s of its heavy pass; stop 44 (2 lanes): 2459 s
+    "test-kind-nodes": (1900, "check"),  # stop 45's ci4: 1986 s with 17 (in the main pass since); since stop 37 also the `sequential` scenarios (26: ~11 min alone)
     "test-wait": (700, "check"),         # alone, after the computing pass (stop 43): 543 s alone on stop 43's machine (a clean clone); beside the computing pass 487 s (ci18), 1097-1142 s (ci20, ci21)
     "kind-down": (90, "check"),          # 35 s
     "kind-down-nodes": (90, "check"),    # at the same time as kind-down

@@ -63,10 +63,11 @@ KIND_JOBS ?= 3
 KIND_RERUNS ?= 1
 # The smoke tests run in the first pass with the scenarios (their slowest, a throwaway second
 # cluster for kind-down, would otherwise hold up every scenario for ~2 min).
-# KIND_PART=main runs the first pass, KIND_PART=nodes the node scenarios, KIND_PART=heavy the
-# scenarios marked `heavy` (16b, 22e: an install of their own takes most of a lane; 2 at a time,
-# `--dist load`); empty (the default): all three. .ci/run runs the heavy pass only when its main
-# pass ended before HEAVY_BEFORE. -raR prints why a rerun scenario failed the first time.
+# KIND_PART=main runs the first pass, KIND_PART=nodes the node scenarios; empty (the default): both.
+# The scenarios marked `heavy` (16b, 22e: an install of their own takes most of a lane) are in the
+# main pass, last (tests/kind/conftest.py), each in an xdist group of its own: they start as lanes
+# free up (stops 43-44: a pass of their own after the main one, which .ci/run skipped when the
+# main pass ended late). -raR prints why a rerun scenario failed the first time.
 KIND_PART ?=
 # KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
 # (.ci/run runs both passes at once, on two clusters, and removes it before)
@@ -77,16 +78,13 @@ KIND_KEEP_RESULTS ?=
 # throwaway cluster for kind-down: its own cleanup checks both clusters' kind-down instead).
 KIND_PYTEST_ARGS ?=
 KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(KIND_PYTEST_ARGS)
-test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, the heavy ones 2 at a time, then the node scenarios alone)
-	@case "$(KIND_PART)" in ""|main|nodes|heavy) ;; *) echo "make test-kind: KIND_PART is main, nodes, heavy or empty (all three), not '$(KIND_PART)'"; exit 2;; esac
-ifeq ($(filter nodes heavy,$(KIND_PART)),)
+test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, the heavy ones last, then the node scenarios alone)
+	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
+ifneq ($(KIND_PART),nodes)
 	@$(if $(KIND_KEEP_RESULTS),true,rm -f bench-results/kind-scenarios.json)
-	$(KIND_PYTEST) -n $(KIND_JOBS) --dist loadgroup -m 'not nodes and not sequential and not heavy' tests/kind/test_smoke.py tests/kind/scenarios
+	$(KIND_PYTEST) -n $(KIND_JOBS) --dist loadgroup -m 'not nodes and not sequential' tests/kind/test_smoke.py tests/kind/scenarios
 endif
-ifeq ($(filter main nodes,$(KIND_PART)),)
-	$(KIND_PYTEST) -n 2 --dist load -m 'heavy and not nodes and not sequential' tests/kind/scenarios
-endif
-ifeq ($(filter main heavy,$(KIND_PART)),)
+ifneq ($(KIND_PART),main)
 	$(KIND_PYTEST) -m 'nodes or sequential' tests/kind/scenarios
 endif
 

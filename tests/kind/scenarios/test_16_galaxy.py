@@ -40,7 +40,8 @@ from jhkind.waits import WaitTimeout, wait_until
 # per install, four Galaxy installs started at once and the first minutes ran at load 28-35 on 2
 # cores (stop 33's CI: 16c failed twice); with a lane per module (stop 42), the two shared
 # installs, 16b's and 22e's started together and the slower machine's CI failed 16a, 16c, 22e and
-# 22's install on timing. 16b and 22e, with installs of their own, are `heavy` (a pass of their own).
+# 22's install on timing. 16b and 22e, with installs of their own, are `heavy`: each a group of its
+# own, last in the main pass (stops 43-44: a pass of their own, after the main one).
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}
@@ -156,6 +157,7 @@ def _settled(sc: Scenario, before: set[int], timeout: float) -> list[dict]:
 
 
 @pytest.mark.heavy
+@pytest.mark.xdist_group("galaxy-16b")  # its own install: not the Galaxy lane (closest marker wins)
 def test_16b_galaxy_helm_pattern_gating_off(scenario: Scenario) -> None:
     """galaxy-helm's pattern in our values (jhkind.galaxy.galaxy_helm_overrides): every process a
     Deployment with a fixed --server-name, job_handler_0 and job_handler_1 one Deployment each,

@@ -13,17 +13,16 @@ alone admits it.)"""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from jhkind import addon
 from jhkind.cluster import Kube, job_state, pod_ready
-from jhkind.nodes import KUBECTL, workers
+from jhkind.nodes import workers
 from jhkind.scenario import WORKLOAD_IMAGE, Scenario
-from jhkind.setup import BIN
 from jhkind.waits import wait_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.nodes, pytest.mark.timeout(900)]
@@ -40,16 +39,6 @@ RETRYING_REQUEST = ("import os, time, urllib.request as r\nu = os.environ['URL']
                     "        time.sleep(0.5)\nprint(u, s, 'attempts', n)")
 CONNECT = ("import socket, sys\ntry:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3).close()\n"
            "except OSError as e:\n    print(type(e).__name__, e); sys.exit(1)\nprint('connected')")
-
-
-def _run(cmd: list[str], timeout: float = 900) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-2000:]}"
-    return proc.stdout
-
-
-def _engine_docs(image: str) -> str:
-    return ENGINE.read_text().replace("IMAGE", image)
 
 
 # kube-router v2.1.0's own --cleanup-config removes nothing of its firewall (its cleanup runs on
@@ -100,28 +89,22 @@ def _cleanup_nodes(kube: Kube, image: str) -> list[str]:
 @pytest.fixture(scope="module")
 def engine(kube: Kube, kind_cluster_name: str) -> Iterator[str]:
     """The policy engine on every node for this module's tests; removed (and its rules cleaned) after."""
-    image = _run([str(IMAGE_SCRIPT)], timeout=1800).strip().splitlines()[-1]
-    _run([str(BIN / "kind"), "load", "docker-image", image, "--name", kind_cluster_name], timeout=600)
-    res = subprocess.run([str(KUBECTL), "--kubeconfig", kube.kubeconfig, "apply", "-f", "-"],
-                         input=_engine_docs(image), capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    try:
+    def ready() -> None:
         nodes = len(workers(kube))
-
-        def ready() -> bool:
-            ds = kube.apps.read_namespaced_daemon_set("jh-netpol-engine", "kube-system").status
-            return (ds.number_ready or 0) == nodes
-        wait_until(ready, 180, "the NetworkPolicy engine Ready on every node", interval=1)
-        yield image
-    finally:
+        wait_until(lambda: (kube.apps.read_namespaced_daemon_set("jh-netpol-engine", "kube-system").status
+                            .number_ready or 0) == nodes, 180, "the NetworkPolicy engine Ready on every node", interval=1)
+    image = ""
+    try:
         # foreground: the engine's pods are gone before its rules are removed (else it re-adds them)
-        subprocess.run([str(KUBECTL), "--kubeconfig", kube.kubeconfig, "delete", "--cascade=foreground",
-                        "--wait", "--timeout=90s", "-f", "-"], input=_engine_docs(image), capture_output=True,
-                       text=True, timeout=150)
+        with addon.installed(kube, kind_cluster_name, IMAGE_SCRIPT, ENGINE, ready,
+                             delete_args=("--cascade=foreground",)) as image:
+            yield image
+    finally:
         wait_until(lambda: not kube.pods("kube-system", "app=jh-netpol-engine"), 90, "the engine's pods gone",
                    interval=1)
-        results = _cleanup_nodes(kube, image)
-        assert all("Succeeded" in r and "left: 0 rules, 0 ipsets" in r for r in results), results
+        if image:
+            results = _cleanup_nodes(kube, image)
+            assert all("Succeeded" in r and "left: 0 rules, 0 ipsets" in r for r in results), results
 
 
 def _probe_pod(sc: Scenario, name: str, node: str, labels: dict[str, str]) -> str:

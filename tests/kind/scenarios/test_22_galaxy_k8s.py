@@ -42,7 +42,8 @@ from jhkind.shared import Shared, per_test
 from jhkind.waits import wait_until
 
 # The Galaxy lane (group "galaxy", see test_16_galaxy's pytestmark): one worker runs this module's
-# tests after test_16's; 22e is `heavy` (its own pass); 22c runs in the node pass.
+# tests after test_16's; 22e is `heavy` (a group of its own, last in the main pass); 22c runs in the
+# node pass.
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 @pytest.fixture(scope="module")
@@ -408,6 +409,7 @@ WEB_PRESTOP = {"drain": {"preStopSeconds": 10}}
 
 
 @pytest.mark.heavy
+@pytest.mark.xdist_group("galaxy-22e")  # its own install: not the Galaxy lane (closest marker wins)
 @pytest.mark.timeout(2400)
 def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scenario) -> None:
     """Galaxy 25.1.3 on its Kubernetes runner (galaxy-k8s.yaml with the :25.1 image, job pods

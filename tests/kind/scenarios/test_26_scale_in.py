@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import time
 from pathlib import Path
 from typing import Iterator
@@ -33,12 +32,12 @@ from typing import Iterator
 import pytest
 
 from generator import model
+from jhkind import addon
 from jhkind import celery as cy
 from jhkind import nodes
 from jhkind.cluster import pod_ready
 from jhkind.observe import deletion_started, old_pod_exit
 from jhkind.scenario import Scenario
-from jhkind.setup import BIN
 from jhkind.waits import wait_until
 
 # `sequential`: in the node scenarios' pass (one at a time, on its own cluster), which ends long
@@ -321,10 +320,6 @@ CPU_SECONDS = 20
 LONG_SECONDS = 240  # 2 sleep jobs submitted at the peak: still running when the quiet scale-in comes
 
 
-def _ms_docs(image: str) -> str:
-    return MS_MANIFEST.read_text().replace("IMAGE", image)
-
-
 def _raw(kube, path: str) -> dict | None:
     res = nodes.kubectl(kube, "get", "--raw", path, timeout=60)
     return json.loads(res.stdout) if res.returncode == 0 else None
@@ -333,24 +328,11 @@ def _raw(kube, path: str) -> dict | None:
 @pytest.fixture(scope="module")
 def metrics_server(kube, kind_cluster_name: str) -> Iterator[str]:
     """metrics-server in kube-system for this module's tests, serving metrics.k8s.io; removed after."""
-    res = subprocess.run([str(MS_SCRIPT)], capture_output=True, text=True, timeout=1800)
-    assert res.returncode == 0, res.stderr[-3000:]
-    image = res.stdout.strip().splitlines()[-1]
-    res = subprocess.run([str(BIN / "kind"), "load", "docker-image", image, "--name", kind_cluster_name],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    res = subprocess.run(
-        [str(nodes.KUBECTL), "--kubeconfig", kube.kubeconfig, "apply", "-f", "-"], input=_ms_docs(image),
-        capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    try:
+    def ready() -> None:
         wait_until(lambda: bool((_raw(kube, "/apis/metrics.k8s.io/v1beta1/nodes") or {}).get("items")), 240,
                    "metrics-server serving node metrics", interval=3)
+    with addon.installed(kube, kind_cluster_name, MS_SCRIPT, MS_MANIFEST, ready) as image:
         yield image
-    finally:
-        subprocess.run([str(nodes.KUBECTL), "--kubeconfig", kube.kubeconfig, "delete", "--wait", "--timeout=90s",
-                        "--ignore-not-found", "-f", "-"], input=_ms_docs(image), capture_output=True, text=True,
-                       timeout=150)
 
 
 def _hpa_status(sc: Scenario) -> dict:
