@@ -65,9 +65,9 @@ KIND_RERUNS ?= 1
 # cluster for kind-down, would otherwise hold up every scenario for ~2 min).
 # KIND_PART=main runs the first pass, KIND_PART=nodes the node scenarios; empty (the default): both.
 # The scenarios marked `heavy` (16b, 22e: an install of their own takes most of a lane) are in the
-# main pass, last (tests/kind/conftest.py), each in an xdist group of its own: they start as lanes
-# free up (stops 43-44: a pass of their own after the main one, which .ci/run skipped when the
-# main pass ended late). -raR prints why a rerun scenario failed the first time.
+# main pass, after the lifecycle basics (HEAVY_AFTER in tests/kind/conftest.py), each in an xdist
+# group of its own: they start as lanes free up (stops 43-44: a pass of their own after the main
+# one, which .ci/run skipped when the main pass ended late). -raR prints why a rerun scenario failed the first time.
 KIND_PART ?=
 # KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
 # (.ci/run runs both passes at once, on two clusters, and removes it before)
@@ -78,7 +78,7 @@ KIND_KEEP_RESULTS ?=
 # throwaway cluster for kind-down: its own cleanup checks both clusters' kind-down instead).
 KIND_PYTEST_ARGS ?=
 KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(KIND_PYTEST_ARGS)
-test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, the heavy ones last, then the node scenarios alone)
+test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, the heavy ones after 1-8, then the node scenarios alone)
 	@case "$(KIND_PART)" in ""|main|nodes) ;; *) echo "make test-kind: KIND_PART is main, nodes or empty (both), not '$(KIND_PART)'"; exit 2;; esac
 ifneq ($(KIND_PART),nodes)
 	@$(if $(KIND_KEEP_RESULTS),true,rm -f bench-results/kind-scenarios.json)

@@ -41,7 +41,7 @@ from jhkind.waits import WaitTimeout, wait_until
 # cores (stop 33's CI: 16c failed twice); with a lane per module (stop 42), the two shared
 # installs, 16b's and 22e's started together and the slower machine's CI failed 16a, 16c, 22e and
 # 22's install on timing. 16b and 22e, with installs of their own, are `heavy`: each a group of its
-# own, last in the main pass (stops 43-44: a pass of their own, after the main one).
+# own, in the main pass after the lifecycle basics (stops 43-44: a pass of their own, after it).
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 ROLES = {"web": "Deployment", "workflow": "StatefulSet", "job": "StatefulSet"}

@@ -42,8 +42,8 @@ from jhkind.shared import Shared, per_test
 from jhkind.waits import wait_until
 
 # The Galaxy lane (group "galaxy", see test_16_galaxy's pytestmark): one worker runs this module's
-# tests after test_16's; 22e is `heavy` (a group of its own, last in the main pass); 22c runs in the
-# node pass.
+# tests after test_16's; 22e is `heavy` (a group of its own, after the lifecycle basics); 22c runs in
+# the node pass.
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(1800), pytest.mark.xdist_group("galaxy")]
 
 @pytest.fixture(scope="module")
