@@ -100,17 +100,14 @@ def summarize(path: Path) -> dict:
     window = last["t"] - first["t"]
     host = (last["host"] - first["host"]) / 1e9
     node_total = node_own = 0.0
-    # each node's first and last sample: a cluster deleted before the phase ends (the node pass's,
-    # kind-down-nodes) is counted up to its last sample, not as the machine outside the nodes
-    # (stop 44's tables put its whole CPU there: "outside" 42 %)
-    node_first: dict[str, list] = {}
+    # each node up to its last sample: a cluster deleted before the phase ends (the node pass's,
+    # kind-down-nodes) is not the machine outside the nodes (stop 44's tables put its whole CPU
+    # there: "outside" 42 %); a node first seen later started at 0
     node_last: dict[str, list] = {}
     for rec in recs:
-        for name, vals in rec["nodes"].items():
-            node_first.setdefault(name, vals)
-            node_last[name] = vals
+        node_last.update(rec["nodes"])
     for name, (tot, pods) in node_last.items():
-        t0, p0 = node_first[name] if name in first["nodes"] else [0, 0]
+        t0, p0 = first["nodes"].get(name, [0, 0])
         node_total += ((tot or 0) - (t0 or 0)) / 1e9
         node_own += (((tot or 0) - (t0 or 0)) - ((pods or 0) - (p0 or 0))) / 1e9
     start: dict[str, int] = dict(first["pods"])

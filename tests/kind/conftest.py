@@ -154,6 +154,6 @@ def _order(item: pytest.Item) -> tuple[int, float]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """FIRST's scenarios, then the others in their numbers' order (the smoke tests first), the heavy ones
-    after HEAVY_AFTER: the lifecycle basics (1-8) before the apps and the later features, so that under KIND_DEADLINE
-    what is left out is the latest; a file's own order stays (the sort is stable)."""
+    after HEAVY_AFTER: the lifecycle basics (1-8) before the apps and the later features, so that under
+    KIND_DEADLINE what is left out is the latest; a file's own order stays (the sort is stable)."""
     items.sort(key=_order)

@@ -67,7 +67,8 @@ KIND_RERUNS ?= 1
 # The scenarios marked `heavy` (16b, 22e: an install of their own takes most of a lane) are in the
 # main pass, after the lifecycle basics (HEAVY_AFTER in tests/kind/conftest.py), each in an xdist
 # group of its own: they start as lanes free up (stops 43-44: a pass of their own after the main
-# one, which .ci/run skipped when the main pass ended late). -raR prints why a rerun scenario failed the first time.
+# one, which .ci/run skipped when the main pass ended late). -raR prints why a rerun scenario
+# failed the first time.
 KIND_PART ?=
 # KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
 # (.ci/run runs both passes at once, on two clusters, and removes it before)

@@ -93,18 +93,16 @@ def engine(kube: Kube, kind_cluster_name: str) -> Iterator[str]:
         nodes = len(workers(kube))
         wait_until(lambda: (kube.apps.read_namespaced_daemon_set("jh-netpol-engine", "kube-system").status
                             .number_ready or 0) == nodes, 180, "the NetworkPolicy engine Ready on every node", interval=1)
-    image = ""
+    image = addon.image(IMAGE_SCRIPT, kind_cluster_name)
     try:
         # foreground: the engine's pods are gone before its rules are removed (else it re-adds them)
-        with addon.installed(kube, kind_cluster_name, IMAGE_SCRIPT, ENGINE, ready,
-                             delete_args=("--cascade=foreground",)) as image:
+        with addon.applied(kube, image, ENGINE, ready, delete_args=("--cascade=foreground",)):
             yield image
     finally:
         wait_until(lambda: not kube.pods("kube-system", "app=jh-netpol-engine"), 90, "the engine's pods gone",
                    interval=1)
-        if image:
-            results = _cleanup_nodes(kube, image)
-            assert all("Succeeded" in r and "left: 0 rules, 0 ipsets" in r for r in results), results
+        results = _cleanup_nodes(kube, image)
+        assert all("Succeeded" in r and "left: 0 rules, 0 ipsets" in r for r in results), results
 
 
 def _probe_pod(sc: Scenario, name: str, node: str, labels: dict[str, str]) -> str:

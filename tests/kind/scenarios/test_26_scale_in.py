@@ -331,7 +331,8 @@ def metrics_server(kube, kind_cluster_name: str) -> Iterator[str]:
     def ready() -> None:
         wait_until(lambda: bool((_raw(kube, "/apis/metrics.k8s.io/v1beta1/nodes") or {}).get("items")), 240,
                    "metrics-server serving node metrics", interval=3)
-    with addon.installed(kube, kind_cluster_name, MS_SCRIPT, MS_MANIFEST, ready) as image:
+    image = addon.image(MS_SCRIPT, kind_cluster_name)
+    with addon.applied(kube, image, MS_MANIFEST, ready):
         yield image
 
 

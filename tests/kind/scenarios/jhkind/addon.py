@@ -1,6 +1,6 @@
 """A cluster add-on for one module's tests (19's NetworkPolicy engine, 26e's metrics-server): its
-image built by its script, `kind load`ed into the cluster's nodes, its manifest applied, then
-waited for; deleted after, whatever the tests did."""
+image built by its script and `kind load`ed into the cluster's nodes (image), its manifest applied
+and waited for, then deleted whatever the tests did (applied)."""
 
 from __future__ import annotations
 
@@ -11,29 +11,27 @@ from typing import Callable, Iterator
 
 from jhkind.cluster import Kube
 from jhkind.nodes import KUBECTL
-from jhkind.setup import BIN
+from jhkind.setup import BIN, run
 
 
-def _run(cmd: list[str], what: str, timeout: float, stdin: str | None = None) -> str:
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{what}: {' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-3000:]}"
-    return proc.stdout
+def image(script: Path, cluster: str) -> str:
+    """Build the image (`script` prints its reference last) and load it into the cluster's nodes."""
+    ref = run([str(script)], f"building {script.name}", 1800).strip().splitlines()[-1]
+    run([str(BIN / "kind"), "load", "docker-image", ref, "--name", cluster], f"loading {ref}", 600)
+    return ref
 
 
 @contextmanager
-def installed(kube: Kube, cluster: str, script: Path, manifest: Path, ready: Callable[[], None],
-              delete_args: tuple[str, ...] = ()) -> Iterator[str]:
-    """Build the image (`script` prints its reference last), load it, apply `manifest` (its IMAGE
-    replaced by that reference), call `ready` (which waits or raises); yield the image. On the way
-    out the manifest's objects are deleted (`kubectl delete --wait`, plus `delete_args`)."""
-    image = _run([str(script)], f"building {script.name}", 1800).strip().splitlines()[-1]
-    _run([str(BIN / "kind"), "load", "docker-image", image, "--name", cluster], f"loading {image}", 600)
-    docs = manifest.read_text().replace("IMAGE", image)
+def applied(kube: Kube, image_ref: str, manifest: Path, ready: Callable[[], None],
+            delete_args: tuple[str, ...] = ()) -> Iterator[None]:
+    """Apply `manifest` (its IMAGE replaced by `image_ref`), call `ready` (which waits or raises), yield;
+    on the way out its objects are deleted (`kubectl delete --wait`, plus `delete_args`)."""
+    docs = manifest.read_text().replace("IMAGE", image_ref)
     kubectl = [str(KUBECTL), "--kubeconfig", kube.kubeconfig]
-    _run([*kubectl, "apply", "-f", "-"], f"applying {manifest.name}", 120, docs)
+    run([*kubectl, "apply", "-f", "-"], f"applying {manifest.name}", 120, docs)
     try:
         ready()
-        yield image
+        yield
     finally:
         subprocess.run([*kubectl, "delete", *delete_args, "--wait", "--timeout=90s", "--ignore-not-found", "-f", "-"],
                        input=docs, capture_output=True, text=True, timeout=150)

@@ -53,7 +53,7 @@ def private_kubeconfig(dest: Path) -> str:
         if os.environ.get("KUBECONFIG"):
             raise
         try:
-            text = _run([str(BIN / "kind"), "get", "kubeconfig", "--name", cluster_name()], "kind get kubeconfig", 60)
+            text = run([str(BIN / "kind"), "get", "kubeconfig", "--name", cluster_name()], "kind get kubeconfig", 60)
         except (SetupError, OSError):
             raise SetupError(f"no kubeconfig at {DEFAULT_KUBECONFIG} and no kind cluster {cluster_name()!r}: "
                              "run `make kind-up` (or set KUBECONFIG to a cluster's kubeconfig)") from None
@@ -63,8 +63,9 @@ def private_kubeconfig(dest: Path) -> str:
     return str(dest)
 
 
-def _run(cmd: list[str], what: str, timeout: float = 900) -> str:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+def run(cmd: list[str], what: str, timeout: float = 900, stdin: str | None = None) -> str:
+    """cmd's stdout; a SetupError naming `what`, the command and its stderr's end when it fails."""
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise SetupError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return proc.stdout
@@ -87,14 +88,14 @@ def load_images(progress: Progress, name: str | None = None) -> list[str]:
                if subprocess.run(["docker", "image", "inspect", img], capture_output=True).returncode != 0]
     if missing:
         with progress.phase(f"make image (missing: {', '.join(missing)})"):
-            _run(["make", "-C", str(ROOT), "image"], "make image", timeout=1800)
+            run(["make", "-C", str(ROOT), "image"], "make image", timeout=1800)
     if os.environ.get("JH_SKIP_KIND_LOAD") == "1":
         return IMAGES
-    clusters = _run([str(BIN / "kind"), "get", "clusters"], "kind get clusters").split()
+    clusters = run([str(BIN / "kind"), "get", "clusters"], "kind get clusters").split()
     if name not in clusters:
         raise SetupError(f"kind cluster {name!r} not found (have: {clusters}); run `make kind-up`, or set "
                          "KIND_CLUSTER_NAME, or JH_SKIP_KIND_LOAD=1 for a cluster that already has the images")
-    nodes = _run([str(BIN / "kind"), "get", "nodes", "--name", name], "kind get nodes").split()
+    nodes = run([str(BIN / "kind"), "get", "nodes", "--name", name], "kind get nodes").split()
     workers = sorted(n for n in nodes if "-worker" in n)
     if not workers:  # the single-node layout: everything on the one node
         plan = [(IMAGES, nodes)]
@@ -107,12 +108,12 @@ def load_images(progress: Progress, name: str | None = None) -> list[str]:
         with progress.phase(f"registry.sh push: {len(IMAGES)} images to the local registry the nodes pull from"), \
                 open(lock_path, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one pushes, the others find them there
-            _run([str(REGISTRY_SCRIPT), "push", *IMAGES], "registry.sh push", timeout=1800)
+            run([str(REGISTRY_SCRIPT), "push", *IMAGES], "registry.sh push", timeout=1800)
         return IMAGES
     with progress.phase(f"kind load {' '.join(IMAGES)} ({len(nodes)} nodes, in parallel)"), \
             open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test workers: one loads, the others find the images there
         with ThreadPoolExecutor(max_workers=len(plan)) as pool:
-            list(pool.map(lambda job: _run([str(BIN / "kind"), "load", "docker-image", *job[0], "--name", name,
+            list(pool.map(lambda job: run([str(BIN / "kind"), "load", "docker-image", *job[0], "--name", name,
                                             "--nodes", ",".join(job[1])], "kind load", timeout=1800), plan))
     return IMAGES
