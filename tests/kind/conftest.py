@@ -137,23 +137,55 @@ FIRST = (22, 21, 23, 26)
 # other lanes were nearly done and ran alone for its last 8 min (2834 s); first, they would add two
 # Galaxy installs to the Galaxy lane's at the start, where the CPU is already saturated.
 HEAVY_AFTER = 8
+# After the heavy ones, the files whose scenarios take longest (3-4 min each: the generated live
+# suites, the contract phases, Celery's rollouts, the kind switches), then the rest in their numbers'
+# order: the short ones (10-15, 19, 20: 20-90 s) fill the lanes' ends. In number order (stop 46's
+# rehearsal ci7) two lanes ran 24a, 24b, 25b and 24c, 25c last, 300-350 s after the others ended,
+# 0.7-1.5 of the 2 cores in use.
+LONG = (24, 17, 18, 25)
 
 
 def _order(item: pytest.Item) -> tuple[int, float]:
     """FIRST's scenarios, then the scenario file's number: test_1_ < test_2_ < ... < test_10_ (file order is
     10, 11, ..., 1); the `heavy` ones after HEAVY_AFTER (since stop 45 they are in the main pass: each
-    starts when a lane frees up, not after the whole pass)."""
+    starts when a lane frees up, not after the whole pass), then LONG's files, then the rest."""
     m = re.match(r"test_(\d+)", item.path.name)
     if not m:  # the smoke tests
         return (-1, 0)
     n = int(m.group(1))
     if item.get_closest_marker("heavy"):
         return (len(FIRST), HEAVY_AFTER + 0.5)
-    return (FIRST.index(n), n) if n in FIRST else (len(FIRST), n)
+    if n in FIRST:
+        return (FIRST.index(n), n)
+    if n in LONG:
+        return (len(FIRST), HEAVY_AFTER + 0.6 + LONG.index(n) / 100)
+    return (len(FIRST), n)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """FIRST's scenarios, then the others in their numbers' order (the smoke tests first), the heavy ones
-    after HEAVY_AFTER: the lifecycle basics (1-8) before the apps and the later features, so that under
-    KIND_DEADLINE what is left out is the latest; a file's own order stays (the sort is stable)."""
+    and then LONG's after HEAVY_AFTER: the lifecycle basics (1-8) before the apps and the later features,
+    so that under KIND_DEADLINE what is left out is the latest; a file's own order stays (the sort is
+    stable)."""
     items.sort(key=_order)
+
+
+# Why a scenario was rerun: pytest-rerunfailures' summary names it (-raR) but, under xdist, not its error.
+# The controller gets every worker's report; the first lines of each rerun's error go to the terminal
+# summary as "RERUN <nodeid>: <message>", which .ci/run's failure list prints (stop 46: ci7's 4a rerun
+# left no reason anywhere).
+_RERUNS: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome == "rerun":
+        text = (report.longreprtext or "").strip().splitlines()
+        message = next((line[1:].strip() for line in text if line.startswith("E ")), text[-1] if text else "?")
+        _RERUNS.append(f"RERUN {report.nodeid}: {report.when}: {message[:600]}")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
+    if _RERUNS and not hasattr(config, "workerinput"):
+        terminalreporter.section("why each rerun ran (the first attempt's error)")
+        for line in _RERUNS:
+            terminalreporter.write_line(line)
