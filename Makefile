@@ -143,6 +143,13 @@ deps: ## install the system packages the tests need (PostgreSQL server, redis-se
 	@command -v gpg >/dev/null || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gnupg; }
 
+# .ci/run's measurement of the scenario phase by program (.ci/acct.py): the kernel's process
+# accounting, turned on and read with the acct package's accton and dump-acct
+.PHONY: ci-deps
+ci-deps: ## install what .ci/run measures with (acct: process accounting)
+	@command -v dump-acct >/dev/null || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q acct; }
+
 # ---- the two commands of the README ----
 .PHONY: render
 render: tools venv ## render every values example x kube version into rendered/ (and the check's chart cache, the schema's lists and docs/rules.md from chart/lifecycle.yaml)

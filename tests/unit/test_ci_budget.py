@@ -175,3 +175,34 @@ def test_cpu_timeline_says_the_cores_in_use(tmp_path):
     assert cpu.timeline(recs) == [[0, 2.0], [300, 1.0]]
     s = cpu.summarize(_cpu_samples(tmp_path))
     assert s["timeline"] == [[0, 1.5]] and "0 min 1.50" in cpu.markdown(s)
+
+
+def test_acct_tables_by_program_and_concern(tmp_path):
+    """.ci/acct.py: dump-acct's lines, kept when the process ended after --since; programs grouped by
+    what they are part of (RabbitMQ's scheduler threads by their Erlang names); a line it cannot read
+    is skipped; --markdown appends through a temporary file."""
+    import sys
+    sys.path.insert(0, str(ROOT / ".ci"))
+    import acct
+    line = "{:<16}|v3|{:>9.2f}|{:>9.2f}|{:>9.2f}|     0|     0|  1000.00|     0.00|   1|   0|     |  0|__      |{}"
+    start = "Mon Dec  7 12:00:00 2026"
+    text = "\n".join([
+        line.format("kube-apiserver", 9000, 1000, 360000, start),  # ends 13:00: 100 CPU-s
+        line.format("galaxy-main", 1400, 100, 6000, start),  # ends 12:01: 15 CPU-s
+        line.format("runc", 1, 1, 1, start),  # ends at once: before --since
+        line.format("1_dirty_io_sche", 300, 0, 60000, start),
+        "not a record",
+    ])
+    records = acct.parse(text)
+    assert [r.comm for r in records] == ["kube-apiserver", "galaxy-main", "runc", "1_dirty_io_sche"]
+    since = records[0].end - 3600 + 30  # 12:00:30
+    out = acct.tables(records, since)
+    assert "3 processes" in out and "118 CPU-s" in out
+    assert "| control planes (API server, etcd, controllers, scheduler, CoreDNS) | 1 | 100 | 85 % |" in out
+    assert "| RabbitMQ (Erlang) | 1 | 3 | 3 % |" in out and "runc" not in out
+    assert "| `galaxy-main` | 1 | 15 | 15.00 |" in out
+    assert acct.group_of("no-such-program") == "the rest"
+    md = tmp_path / "times.md"
+    md.write_text("# before\n")
+    assert acct.main([str(tmp_path / "missing.log"), "--since", "0", "--markdown", str(md)]) == 2
+    assert md.read_text() == "# before\n"

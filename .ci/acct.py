@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""CPU of the scenario phase by program, from the kernel's process accounting (acct's `accton`).
+
+`.ci/run` turns accounting on when the scenario phase starts and off after `make kind-down`, so
+every process of both clusters has ended (and been written) by then: kube-apiserver, etcd and the
+kubelets with their whole life, each exec probe's `sh` and `runc`, each Galaxy or Celery process
+that a scenario started. `.ci/cpu.py` says where the CPU went by cgroup (pods, nodes, the machine
+outside them); this says which programs used it, which a cgroup cannot (a pod's Python is Galaxy's
+or Celery's; the nodes' own work is containerd, the shims, runc or the kubelet).
+
+    python3 .ci/acct.py ACCT_FILE --since EPOCH [--markdown FILE]
+
+Reads `dump-acct ACCT_FILE` (acct package). Counts each process that ended at or after EPOCH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+# program (the kernel's comm: at most 15 characters) -> what it is part of
+GROUPS: dict[str, tuple[str, ...]] = {
+    "container runtime (containerd, shims, runc, image unpacking, CNI)": (
+        "containerd", "containerd-shim", "runc", "runc:[0:PARENT]", "runc:[1:CHILD]", "runc:[2:INIT]",
+        "unpigz", "pause", "ptp", "portmap", "host-local", "loopback", "exe"),
+    "control planes (API server, etcd, controllers, scheduler, CoreDNS)": (
+        "kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "coredns"),
+    "kubelet, systemd, journald, kube-proxy": (
+        "kubelet", "systemd", "systemd-journal", "kube-proxy", "xtables-nft-mul", "iptables"),
+    "Galaxy (galaxy-main, gunicorn, galaxy-manage-db)": ("galaxy-main", "gunicorn", "galaxy-manage-d"),
+    "Python (Galaxy's job scripts and jhgalaxy, pytest, the generated suites, client pods)": (
+        "python", "python3"),
+    "the reference workload": ("workload",),
+    "procrastinate (django-admin: workers, healthchecks probes)": ("django-admin",),
+    "Celery": ("celery",),
+    "PostgreSQL, pgbouncer": ("postgres", "psql", "pg_isready", "initdb", "pgbouncer"),
+    "helm, kubectl, docker, kind, crictl, jq": ("helm", "kubectl", "docker", "kind", "crictl", "ctr", "jq"),
+    "sh (exec probes, hooks, wait loops)": ("sh", "bash", "dash"),
+}
+PROGRAM_GROUP = {prog: group for group, progs in GROUPS.items() for prog in progs}
+# RabbitMQ's Erlang VM names its threads' processes after its schedulers (1_dirty_io_sche, …)
+ERLANG = ("beam.smp", "erl_child_setup", "inet_gethost", "epmd")
+
+
+@dataclass(frozen=True)
+class Record:
+    comm: str
+    cpu: float  # user + system, seconds
+    end: float  # epoch seconds
+
+
+def group_of(comm: str) -> str:
+    if comm in PROGRAM_GROUP:
+        return PROGRAM_GROUP[comm]
+    head = comm.split("_", 1)[0]
+    if comm in ERLANG or (head.isdigit() and "_" in comm) or comm.startswith("sys_"):
+        return "RabbitMQ (Erlang)"
+    return "the rest"
+
+
+def parse(text: str) -> list[Record]:
+    """dump-acct's lines: comm|version|utime|stime|etime|uid|gid|mem|io|pid|ppid|flags|exit|tty|start
+    (times in 1/100 s, start as ctime text)."""
+    out = []
+    for line in text.splitlines():
+        f = [x.strip() for x in line.split("|")]
+        if len(f) < 15:
+            continue
+        try:
+            start = dt.datetime.strptime(f[14], "%a %b %d %H:%M:%S %Y").timestamp()
+            out.append(Record(f[0], (float(f[2]) + float(f[3])) / 100, start + float(f[4]) / 100))
+        except ValueError:
+            continue
+    return out
+
+
+def tables(records: list[Record], since: float, top: int = 15) -> str:
+    kept = [r for r in records if r.end >= since]
+    total = sum(r.cpu for r in kept) or 1.0
+    by_group: Counter[str] = Counter()
+    n_group: Counter[str] = Counter()
+    by_prog: Counter[str] = Counter()
+    n_prog: Counter[str] = Counter()
+    for r in kept:
+        g = group_of(r.comm)
+        by_group[g] += r.cpu
+        n_group[g] += 1
+        by_prog[r.comm] += r.cpu
+        n_prog[r.comm] += 1
+    lines = [f"CPU of the scenario phase by program (process accounting: {len(kept)} processes that ended "
+             f"after the phase began, {total:.0f} CPU-s; long-lived ones, e.g. the API servers, with their "
+             "whole life; the kernel's own threads and dockerd are not in it):", "",
+             "| what | processes | CPU-s | share |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {g} | {n_group[g]} | {v:.0f} | {100 * v / total:.0f} % |" for g, v in by_group.most_common()]
+    lines += ["", f"The {top} programs that used the most:", "",
+              "| program | processes | CPU-s | per process (s) |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| `{p}` | {n_prog[p]} | {v:.0f} | {v / n_prog[p]:.2f} |" for p, v in by_prog.most_common(top)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("acct_file")
+    ap.add_argument("--since", type=float, required=True, help="epoch seconds: the scenario phase's start")
+    ap.add_argument("--markdown", help="append the tables to this file")
+    args = ap.parse_args(argv)
+    if not Path(args.acct_file).is_file():
+        print(f"acct.py: no accounting file {args.acct_file}", file=sys.stderr)
+        return 2
+    try:
+        text = subprocess.run(["dump-acct", args.acct_file], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"acct.py: cannot read {args.acct_file} with dump-acct: {exc}", file=sys.stderr)
+        return 2
+    out = tables(parse(text), args.since)
+    print(out, end="")
+    if args.markdown:  # appended: a temporary file with both, then a rename
+        md = Path(args.markdown)
+        tmp = md.with_name(md.name + ".tmp")
+        tmp.write_text((md.read_text(encoding="utf-8") if md.exists() else "") + "\n" + out, encoding="utf-8")
+        tmp.replace(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
