@@ -33,7 +33,7 @@ from jhkind import celery as cy
 from jhkind import nodes
 from jhkind.cluster import RESTRICTED_LABELS, Kube, pod_ready
 from jhkind.helm import Helm
-from jhkind.observe import Timeline, old_pod_exit
+from jhkind.observe import Timeline, kubelet_stop_at, old_pod_exit
 from jhkind.postgres import Postgres
 from jhkind.progress import Progress
 from jhkind.scenario import Scenario
@@ -136,16 +136,23 @@ def rollout(sc: Scenario, overrides: list[dict], seed: int, then_scale_down: boo
     ended: dict[str, float] = {}
     ran_while_draining = after_sigterm = 0
     pre_stop = int(sc.values["drain"]["preStopSeconds"])
+    events = sc.kube.events(sc.namespace)
+    stop_lag: dict[str, float | None] = {}
     for uid, name in old.items():
         started, ended[name], code = old_pod_exit(sc.timeline, uid, name, "job", last)
         exits[name] = (code, round(ended[name] - started, 1))
         ran_while_draining += cy.started_between(sc, name, started, ended[name])
-        if sc.values["drain"]["mode"] == "none":  # SIGTERM comes after the preStop's sleep
-            after_sigterm += cy.started_between(sc, name, started + pre_stop + 1, ended[name])
+        if sc.values["drain"]["mode"] == "none":
+            # SIGTERM comes after the preStop's sleep, which starts when the kubelet begins to stop
+            # the container: under load seconds after the deletion (stop 46's ci8 counted a task
+            # started in that lag as "after SIGTERM"); the deletion when the event was not kept
+            stop = kubelet_stop_at(events, uid, "job")
+            stop_lag[name] = None if stop is None else round(stop - started, 1)
+            after_sigterm += cy.started_between(sc, name, (stop or started) + pre_stop + 1, ended[name])
     with p.phase("queue drained, every run ended"):
         rep = cy.wait_settled(sc, 300, ended)
     rep.update(grace=grace, held_at_rollout=held, exits=exits, started_while_draining=ran_while_draining,
-               started_after_sigterm=after_sigterm)
+               started_after_sigterm=after_sigterm, kubelet_stop_lag_s=stop_lag)
     p.fact("report", rep)
     if then_scale_down:
         rep["scale_down"] = scale_down(sc, rng)

@@ -11,7 +11,7 @@ from typing import Callable
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from .cluster import Kube, condition, parse_time, pod_ready, restart_count
+from .cluster import Kube, condition, event_time, parse_time, pod_ready, restart_count
 
 
 @dataclass
@@ -175,6 +175,16 @@ def old_pod_exit(timeline: Timeline, uid: str, name: str, container: str,
     term = terminated_state((last if last is not None else timeline.last_pods())[uid], container)
     assert started is not None and term is not None, f"{name}: deletion or final state not seen"
     return started, parse_time(term["finishedAt"]), int(term["exitCode"])
+
+
+def kubelet_stop_at(events: list[dict], uid: str, container: str) -> float | None:
+    """When the kubelet began stopping a pod's container (its `Killing` event, whole seconds): the
+    preStop hook starts then and SIGTERM follows it. Under load this is seconds after the deletion
+    was requested (the kubelet's watch and sync lag); None when the event was not kept."""
+    times = [event_time(e) for e in events
+             if e.get("reason") == "Killing" and (e.get("involvedObject") or {}).get("uid") == uid
+             and f"container {container}" in (e.get("message") or "")]
+    return min(times) if times else None
 
 
 def ready_false_at(pod: dict) -> float | None:
