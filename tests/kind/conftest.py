@@ -137,36 +137,27 @@ FIRST = (22, 21, 23, 26)
 # other lanes were nearly done and ran alone for its last 8 min (2834 s); first, they would add two
 # Galaxy installs to the Galaxy lane's at the start, where the CPU is already saturated.
 HEAVY_AFTER = 8
-# After the heavy ones, the files whose scenarios take longest (3-4 min each: the generated live
-# suites, the contract phases, Celery's rollouts, the kind switches), then the rest in their numbers'
-# order: the short ones (10-15, 19, 20: 20-90 s) fill the lanes' ends. In number order (stop 46's
-# rehearsal ci7) two lanes ran 24a, 24b, 25b and 24c, 25c last, 300-350 s after the others ended,
-# 0.7-1.5 of the 2 cores in use.
-LONG = (24, 17, 18, 25)
 
 
 def _order(item: pytest.Item) -> tuple[int, float]:
     """FIRST's scenarios, then the scenario file's number: test_1_ < test_2_ < ... < test_10_ (file order is
     10, 11, ..., 1); the `heavy` ones after HEAVY_AFTER (since stop 45 they are in the main pass: each
-    starts when a lane frees up, not after the whole pass), then LONG's files, then the rest."""
+    starts when a lane frees up, not after the whole pass). Stop 46 tried the longest files right after
+    them (24, 17, 18, 25): slower (rehearsals ci8, ci9: 2942 s and 3238 s against ci7's 2812 s), and
+    18a and 18b, side by side, timed out filling Celery's windows."""
     m = re.match(r"test_(\d+)", item.path.name)
     if not m:  # the smoke tests
         return (-1, 0)
     n = int(m.group(1))
     if item.get_closest_marker("heavy"):
         return (len(FIRST), HEAVY_AFTER + 0.5)
-    if n in FIRST:
-        return (FIRST.index(n), n)
-    if n in LONG:
-        return (len(FIRST), HEAVY_AFTER + 0.6 + LONG.index(n) / 100)
-    return (len(FIRST), n)
+    return (FIRST.index(n), n) if n in FIRST else (len(FIRST), n)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """FIRST's scenarios, then the others in their numbers' order (the smoke tests first), the heavy ones
-    and then LONG's after HEAVY_AFTER: the lifecycle basics (1-8) before the apps and the later features,
-    so that under KIND_DEADLINE what is left out is the latest; a file's own order stays (the sort is
-    stable)."""
+    after HEAVY_AFTER: the lifecycle basics (1-8) before the apps and the later features, so that under
+    KIND_DEADLINE what is left out is the latest; a file's own order stays (the sort is stable)."""
     items.sort(key=_order)
 
 
