@@ -82,16 +82,16 @@ def parse(text: str) -> list[Record]:
 def tables(records: list[Record], since: float, top: int = 15) -> str:
     kept = [r for r in records if r.end >= since]
     total = sum(r.cpu for r in kept) or 1.0
-    by_group: Counter[str] = Counter()
-    n_group: Counter[str] = Counter()
     by_prog: Counter[str] = Counter()
     n_prog: Counter[str] = Counter()
     for r in kept:
-        g = group_of(r.comm)
-        by_group[g] += r.cpu
-        n_group[g] += 1
         by_prog[r.comm] += r.cpu
         n_prog[r.comm] += 1
+    by_group: Counter[str] = Counter()
+    n_group: Counter[str] = Counter()
+    for prog, cpu in by_prog.items():  # each program's group, from its totals
+        by_group[group_of(prog)] += cpu
+        n_group[group_of(prog)] += n_prog[prog]
     lines = [f"CPU of the scenario phase by program (process accounting: {len(kept)} processes that ended "
              f"after the phase began, {total:.0f} CPU-s; long-lived ones, e.g. the API servers, with their "
              "whole life; the kernel's own threads and dockerd are not in it):", "",
