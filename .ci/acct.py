@@ -8,15 +8,21 @@ that a scenario started. `.ci/cpu.py` says where the CPU went by cgroup (pods, n
 outside them); this says which programs used it, which a cgroup cannot (a pod's Python is Galaxy's
 or Celery's; the nodes' own work is containerd, the shims, runc or the kubelet).
 
-    python3 .ci/acct.py ACCT_FILE --since EPOCH [--markdown FILE]
+    python3 .ci/acct.py snapshot FILE      the CPU so far of every process alive now (/proc)
+    python3 .ci/acct.py ACCT_FILE --since EPOCH [--alive SNAPSHOT] [--markdown FILE]
 
 Reads `dump-acct ACCT_FILE` (acct package). Counts each process that ended at or after EPOCH.
+Processes that never end in the phase (dockerd, the host's containerd, the local registry, the
+kernel's threads) are not in the accounting: with --alive (a snapshot taken when the phase began),
+the ones still alive when the report runs are counted from /proc, their CPU since the snapshot.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -103,10 +109,60 @@ def tables(records: list[Record], since: float, top: int = 15) -> str:
     return "\n".join(lines) + "\n"
 
 
+# a process alive through the phase -> what it is part of (by comm; kernel threads by parent 2)
+ALIVE_GROUPS: dict[str, tuple[str, ...]] = {
+    "dockerd and the host's containerd (docker exec, docker ps, the nodes' containers)": (
+        "dockerd", "containerd", "containerd-shim", "docker-proxy"),
+    "the local image registry (the nodes' pulls)": ("registry",),
+}
+ALIVE_PROGRAM = {prog: group for group, progs in ALIVE_GROUPS.items() for prog in progs}
+KERNEL = "the kernel's threads (network, block devices, memory)"
+
+
+def read_proc(root: Path = Path("/proc")) -> dict[str, tuple[str, float]]:
+    """"pid:start" -> (group, CPU-s so far) of every process now (utime + stime of /proc/PID/stat)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, tuple[str, float]] = {}
+    for stat in root.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        f = text[text.rindex(")") + 2:].split()  # f[0] is field 3 (state)
+        ppid, cpu, start = int(f[1]), (int(f[11]) + int(f[12])) / tick, f[19]
+        pid = stat.parent.name
+        group = KERNEL if ppid == 2 or pid == "2" else ALIVE_PROGRAM.get(comm, "the rest (pytest's and CI's own, sshd, …)")
+        out[f"{pid}:{start}"] = (group, cpu)
+    return out
+
+
+def alive_table(before: dict[str, list], now: dict[str, tuple[str, float]]) -> str:
+    """The CPU since `before` of the processes alive in both, by group."""
+    by_group: Counter[str] = Counter()
+    n_group: Counter[str] = Counter()
+    for key, (group, cpu) in now.items():
+        if key in before:
+            by_group[group] += cpu - float(before[key][1])
+            n_group[group] += 1
+    lines = ["", "Processes alive through the whole phase (not in the accounting; /proc at its start and "
+             "after `make kind-down`):", "", "| what | processes | CPU-s |", "| --- | ---: | ---: |"]
+    lines += [f"| {g} | {n_group[g]} | {v:.0f} |" for g, v in by_group.most_common()]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["snapshot"] and len(argv) == 2:
+        path = Path(argv[1])
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(read_proc()), encoding="utf-8")
+        tmp.replace(path)
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("acct_file")
     ap.add_argument("--since", type=float, required=True, help="epoch seconds: the scenario phase's start")
+    ap.add_argument("--alive", help="a snapshot (acct.py snapshot) taken when the phase began")
     ap.add_argument("--markdown", help="append the tables to this file")
     args = ap.parse_args(argv)
     if not Path(args.acct_file).is_file():
@@ -118,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"acct.py: cannot read {args.acct_file} with dump-acct: {exc}", file=sys.stderr)
         return 2
     out = tables(parse(text), args.since)
+    if args.alive:
+        try:
+            before = json.loads(Path(args.alive).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # the accounting's tables still count
+            out += f"\n(no snapshot of the processes alive at the phase's start: {exc})\n"
+        else:
+            out += alive_table(before, read_proc())
     print(out, end="")
     if args.markdown:  # appended: a temporary file with both, then a rename
         md = Path(args.markdown)

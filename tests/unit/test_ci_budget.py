@@ -206,3 +206,33 @@ def test_acct_tables_by_program_and_concern(tmp_path):
     md.write_text("# before\n")
     assert acct.main([str(tmp_path / "missing.log"), "--since", "0", "--markdown", str(md)]) == 2
     assert md.read_text() == "# before\n"
+
+
+def test_acct_alive_processes_from_proc(tmp_path):
+    """.ci/acct.py snapshot / --alive: the processes alive at the phase's start and at the report,
+    counted from /proc/PID/stat (utime + stime since the snapshot), by what they are part of; a
+    process that started after the snapshot (another pid:start) is not counted."""
+    import json
+    import os
+    import sys
+    sys.path.insert(0, str(ROOT / ".ci"))
+    import acct
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def proc(pid, comm, ppid, ticks, start):
+        d = tmp_path / "proc" / str(pid)
+        d.mkdir(parents=True, exist_ok=True)
+        rest = ["S", str(ppid)] + ["0"] * 9 + [str(ticks), "0"] + ["0"] * 6 + [str(start)] + ["0"] * 20
+        (d / "stat").write_text(f"{pid} ({comm}) {' '.join(rest)}\n")
+
+    proc(100, "dockerd", 1, 10 * tick, 5)
+    proc(200, "registry", 150, 1 * tick, 6)
+    proc(3, "ksoftirqd/0", 2, 0, 1)
+    before = acct.read_proc(tmp_path / "proc")
+    assert before["100:5"] == (next(iter(acct.ALIVE_GROUPS)), 10.0)
+    proc(100, "dockerd", 1, 40 * tick, 5)
+    proc(200, "registry", 150, 4 * tick, 999)  # the pid came back as another process: not counted
+    proc(3, "ksoftirqd/0", 2, 7 * tick, 1)
+    out = acct.alive_table(json.loads(json.dumps(before)), acct.read_proc(tmp_path / "proc"))
+    assert "| dockerd and the host's containerd (docker exec, docker ps, the nodes' containers) | 1 | 30 |" in out
+    assert f"| {acct.KERNEL} | 1 | 7 |" in out and "registry" not in out

@@ -13,7 +13,17 @@
                           costs ~8 s CPU) until 0, 4 or WAIT_TIMEOUT_SECONDS; exit code as
                           schema-check (4 = 0 with JOBHANDLERS_SCHEMA_ACCEPT_AHEAD=1)
   jhgalaxy db-ping        exit 0 once the database accepts connections, else 5
+  jhgalaxy heads          write the code's heads (AlembicManager's, per branch) to
+                          JHGALAXY_HEADS (the image build runs it: no database needed)
   jhgalaxy exec PROG ...  exec PROG (gunicorn, galaxy-main) with the environment below
+
+The fast path: most pods start on a schema already at head, where importing Galaxy only to hear
+"at head" costs a pod ~6 s of CPU. When JHGALAXY_HEADS (/opt/galaxy/schema-heads.json) exists and
+the database is the chart's DATABASE_URL, schema-check and schema-wait first read the database's
+alembic_version rows with psycopg alone: rows equal to the heads Galaxy reported at build time are
+"at head" (exit 0); anything else (behind, ahead, empty, an install database of its own) is
+decided by Galaxy's AlembicManager as before. db-ping with DATABASE_URL connects with psycopg
+alone (Galaxy would read the same URL: the override beats galaxy.yml).
 
 Environment: GALAXY_CONFIG_FILE (galaxy.yml), DATABASE_URL (the chart's postgresql:// URL,
 given to Galaxy as GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION with the psycopg 3 driver),
@@ -22,6 +32,7 @@ JOBHANDLERS_STATE_DIR (when set, Galaxy's heartbeat log goes there).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -31,6 +42,7 @@ OK, BEHIND, AHEAD, UNREACHABLE = 0, 3, 4, 5
 # pg_advisory_lock key of `migrate`: "jhgalaxy" as 8 bytes
 LOCK_KEY = int.from_bytes(b"jhgalaxy", "big") & 0x7FFFFFFFFFFFFFFF
 MODELS = ("gxy", "tsi")
+HEADS_FILE = "/opt/galaxy/schema-heads.json"  # JHGALAXY_HEADS
 
 
 def galaxy_env(env: dict[str, str]) -> dict[str, str]:
@@ -194,14 +206,19 @@ def check_once(engine: Any = None) -> tuple[int, str]:
 
 
 def schema_check() -> int:
-    code, msg = check_once()
+    code, msg = fast_state() or check_once()
     print(msg, file=sys.stdout if code == OK else sys.stderr)
     return code
 
 
 def schema_wait(timeout: float, interval: float) -> int:
-    """Poll check_once in this process until at head (or ahead), or until timeout."""
+    """At head by the fast path, or poll check_once in this process until at head (or ahead), or
+    until timeout."""
     accept_ahead = os.environ.get("JOBHANDLERS_SCHEMA_ACCEPT_AHEAD") == "1"
+    fast = fast_state()
+    if fast is not None:
+        print(f"jhgalaxy schema-wait: try 1 after 0s: ok: {fast[1]}")
+        return OK
     gxy, _ = database_urls()
     engine = engine_for(gxy.url)
     t0 = time.monotonic()
@@ -223,7 +240,70 @@ def schema_wait(timeout: float, interval: float) -> int:
         time.sleep(interval)
 
 
+def chart_url() -> str | None:
+    """The chart's postgresql:// URL when Galaxy's database is that one alone (DATABASE_URL, no
+    install database of its own), else None: then only Galaxy's reading of its config will do."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        return None
+    if os.environ.get("GALAXY_CONFIG_OVERRIDE_INSTALL_DATABASE_CONNECTION"):
+        return None
+    return url
+
+
+def write_heads(path: str) -> int:
+    """The code's heads per branch, from Galaxy's AlembicManager (its script directory: an
+    in-memory SQLite engine, never connected), to path (temp file, then rename)."""
+    from sqlalchemy import create_engine
+
+    from galaxy.model.migrations import AlembicManager
+
+    am = AlembicManager(create_engine("sqlite://"))
+    heads = {m: am.get_model_script_head(m) for m in MODELS}
+    if not all(heads.values()):
+        print(f"jhgalaxy heads: no head for a branch: {heads}", file=sys.stderr)
+        return 1
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(heads, f)
+    os.replace(tmp, path)
+    print(f"jhgalaxy heads: {heads} -> {path}")
+    return OK
+
+
+def fast_state() -> tuple[int, str] | None:
+    """(OK, message) when the database's revisions are the heads Galaxy reported at build time,
+    read with psycopg alone; None when that cannot be said (no heads file, not the chart's URL,
+    unreachable, or any other revision set): Galaxy decides then."""
+    url = chart_url()
+    path = os.environ.get("JHGALAXY_HEADS", HEADS_FILE)
+    if url is None or not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        heads: dict[str, str] = json.load(f)
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    except psycopg.Error:
+        return None
+    if sorted(r[0] for r in rows) != sorted(heads[m] for m in MODELS):
+        return None
+    return OK, "; ".join(f"{m}: at head {heads[m]}" for m in MODELS) + " (the heads of this image's build)"
+
+
 def db_ping() -> int:
+    url = chart_url()
+    if url is not None:
+        import psycopg
+
+        try:
+            psycopg.connect(url, connect_timeout=5).close()
+        except psycopg.Error as e:
+            print(f"database unreachable: {(str(e).strip() or type(e).__name__).splitlines()[0]}", file=sys.stderr)
+            return UNREACHABLE
+        return OK
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
@@ -253,7 +333,7 @@ def main(argv: Sequence[str]) -> int:
         if not rest:
             usage()
         os.execvp(rest[0], rest)
-    if rest and cmd != "schema-wait":
+    if rest and cmd not in ("schema-wait", "heads"):
         usage()
     if cmd == "migrate":
         return migrate()
@@ -264,6 +344,8 @@ def main(argv: Sequence[str]) -> int:
         return schema_wait(timeout, float(os.environ.get("JHGALAXY_WAIT_INTERVAL", "2")))
     if cmd == "db-ping":
         return db_ping()
+    if cmd == "heads":
+        return write_heads(rest[0] if rest else os.environ.get("JHGALAXY_HEADS", HEADS_FILE))
     usage()
 
 
