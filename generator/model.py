@@ -363,13 +363,19 @@ def _names(items: Any) -> list[str]:
     return [str(c.get("name")) for c in items or [] if isinstance(c, Mapping)]
 
 
+def user_containers(values: Mapping[str, Any], role: str, key: str) -> list[tuple[tuple[str | int, ...], Any]]:
+    """(key path, item) of a role's `sidecars` or `extraInitContainers` (key), in the order the
+    chart renders them: the chart-wide ones, then the role's."""
+    return [(where + (i,), item)
+            for where, items in (((key,), values.get(key)), (("handlers", role, key), _role_spec(values, role).get(key)))
+            for i, item in enumerate(items or [])]
+
+
 def init_container_order(values: Mapping[str, Any], role: str, kube_version: str) -> list[str]:
     """The initContainers of a role's pod, in order: native sidecars, extraInitContainers
     "before", wait-for-migrations, extraInitContainers "after" (see _pod.tpl)."""
-    spec = _role_spec(values, role)
-    inits = list(values.get("extraInitContainers") or []) + list(spec.get("extraInitContainers") or [])
-    sidecars = list(values.get("sidecars") or []) + list(spec.get("sidecars") or [])
-    order = _names(sidecars) if native_sidecars(kube_version) else []
+    inits = [c for _, c in user_containers(values, role, "extraInitContainers") if isinstance(c, Mapping)]
+    order = _names([c for _, c in user_containers(values, role, "sidecars")]) if native_sidecars(kube_version) else []
     order += _names([c for c in inits if (c.get("position") or "before") == "before"])
     if _block(values.get("waitForMigrations")).get("enabled", True):
         order.append("wait-for-migrations")
@@ -380,8 +386,7 @@ def init_container_order(values: Mapping[str, Any], role: str, kube_version: str
 def regular_sidecars(values: Mapping[str, Any], role: str, kube_version: str) -> list[str]:
     """The containers after the handler: sidecars rendered as regular containers (below the
     native-sidecar version), then scaleIn.preferIdle's deletion-cost container (every version)."""
-    own = [] if native_sidecars(kube_version) else \
-        _names(list(values.get("sidecars") or []) + list(_role_spec(values, role).get("sidecars") or []))
+    own = [] if native_sidecars(kube_version) else _names([c for _, c in user_containers(values, role, "sidecars")])
     return own + ([SCALE_IN["container"]] if role_prefers_idle(values, role) else [])
 
 

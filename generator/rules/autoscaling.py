@@ -149,11 +149,10 @@ def _pod_containers(ctx: Context, role: str) -> Iterator[tuple[tuple[str | int, 
     default = ctx.get("defaultResources")
     yield ("handlers", role, "resources"), role, spec.get("resources") or default
     for key in ("sidecars", "extraInitContainers"):
-        for where, items in (((key,), ctx.get(key)), (("handlers", role, key), spec.get(key))):
-            for i, c in enumerate(items or []):
-                if not isinstance(c, Mapping) or (key == "extraInitContainers" and c.get("restartPolicy") != "Always"):
-                    continue
-                yield where + (i, "resources"), str(c.get("name")), c.get("resources")
+        for path, c in model.user_containers(ctx.values, role, key):
+            if not isinstance(c, Mapping) or (key == "extraInitContainers" and c.get("restartPolicy") != "Always"):
+                continue
+            yield path + ("resources",), str(c.get("name")), c.get("resources")
     if model.role_prefers_idle(ctx.values, role):
         yield (("handlers", role, "scaleIn", "preferIdle", "resources"), model.SCALE_IN["container"],
                spec["scaleIn"]["preferIdle"].get("resources") or default)

@@ -69,7 +69,7 @@ def test_10_no_shell_image_installs_serves_and_drains(scenario: Scenario) -> Non
         assert main["lifecycle"]["preStop"] == {"sleep": {"seconds": sc.values["drain"]["preStopSeconds"]}}
     restarts = sc.handler_restarts()
     p.fact("restarts_after_install", sum(restarts.values()))
-    assert sum(restarts.values()) == 0, restarts
+    assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
     rng = random.Random(9)
     # jobs of 20-35 s: with 5-12 s, ci14's first try (load ~30) found all 12 done before one poll

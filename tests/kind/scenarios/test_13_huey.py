@@ -46,7 +46,7 @@ def test_13a_huey_fresh_install_locked_migration(scenario: Scenario) -> None:
         assert {"task", "kv", "schedule", "jhtasks_taskrun"} <= tables, tables
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def rollout_with_tasks(sc: Scenario, drain: dict[str, Any], n: int,
@@ -117,7 +117,7 @@ def test_13b_huey_rollout_signal_int_drains(scenario: Scenario) -> None:
         # huey saw the preStop's SIGINT and exited before the kubelet's SIGTERM
         assert all(sigs == ["SIGINT"] for sigs in report["signals"].values()), report["signals"]
         restarts = sc.handler_restarts()
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_13c_huey_rollout_sigterm_alone_loses_tasks(scenario: Scenario) -> None:

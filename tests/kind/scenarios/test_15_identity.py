@@ -74,7 +74,7 @@ def test_15a_statefulset_rollout_one_process_per_identity(scenario: Scenario) ->
     assert r["old_exit_codes"] == [0] * REPLICAS, r["old_exit_codes"]
     now = sorted(pod["metadata"]["name"] for pod in sc.handler_pods("job"))
     assert now == r["names"], f"identities changed: {r['names']} -> {now}"
-    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+    assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())
 
 
 def test_15b_deployment_rollout_overlaps(scenario: Scenario) -> None:

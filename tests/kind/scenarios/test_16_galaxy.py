@@ -98,7 +98,7 @@ def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
                                     for pod in pods})
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
     with p.phase("every pod's wait-for-migrations found the schema at head without importing Galaxy"):
         # jhgalaxy's fast path: the database's alembic_version rows against the heads Galaxy's
         # AlembicManager wrote at image build (tests/apps/galaxy/jhgalaxy.py); ~6 CPU-s less a pod
@@ -127,7 +127,7 @@ def test_16a_galaxy_fresh_install(shared: Scenario, galaxy: Shared) -> None:
         # the limit plus what Galaxy can append between two 5 s checks (a dump is ~6 KB)
         assert sizes and max(sizes.values()) <= gx.TRIM_MAX_BYTES + 8000, sizes
         assert all(pod_ready(pod) for pod in sc.handler_pods()), sc.describe_pods()
-        assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+        assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())
 
 
 def test_16f_galaxy_local_job_cost(shared: Scenario) -> None:
@@ -343,7 +343,7 @@ def test_16c_galaxy_job_rollout_with_jobs_in_flight(shared: Scenario) -> None:
         assert len(took) == 2 and max(took.values()) <= grace + 2, f"grace {grace}s: {took}"
         restarts = sc.restarts_since(restarts_before)
         p.fact("job_handler_restarts_since_the_test_began", restarts)
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_16d_galaxy_liveness_sigstop(shared: Scenario) -> None:

@@ -165,7 +165,7 @@ def split_variant(sc: Scenario) -> None:
         assert not answered, [f"{r.ts:.3f} status={r.status} {r.err}" for r in answered[:10]]
         assert len(timeouts) <= s["requests"] // 5, f"{len(timeouts)} client timeouts of {s['requests']}"
         assert report["lost"] == 0 and report["reruns"] == 0, report
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def all_in_pre_variant(sc: Scenario) -> None:
@@ -274,4 +274,4 @@ def test_17c_rollback_between_the_phases(scenario: Scenario) -> None:
         p.fact("restarts_total", sum(restarts.values()))
         assert s["requests"] >= 50 and not answered, [f"{r.ts:.3f} status={r.status} {r.err}" for r in answered[:10]]
         assert len(timeouts) <= s["requests"] // 5, f"{len(timeouts)} client timeouts of {s['requests']}"
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)

@@ -223,7 +223,7 @@ def test_18b_celery_maintenance_mode(scenario: Scenario) -> None:
         assert runs1 == (HELD, HELD), f"{pod1} should finish exactly the {HELD} it held: {runs1}"
         assert rep["lost"] == 0 and rep["run_twice"] == 0 and rep["finished"] == 2 * HELD + 8, rep
         assert not pod_ready(sc.kube.pod(sc.namespace, pod1) or {}), f"{pod1} turned Ready while not consuming"
-        assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+        assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())
     with p.phase(f"commands.undrain in {pod1}: Ready and consuming again"):
         res = cy.run(sc, pod1, sc.values["commands"]["undrain"])
         assert res.rc == 0 and "add consumer jobs" in res.stdout, f"exit {res.rc}: {res.stdout} {res.stderr[-1500:]}"
@@ -326,4 +326,4 @@ def test_18d_celery_node_drain_with_prefetch(scenario: Scenario) -> None:
     assert rep["lost"] == 0 and rep["finished"] == 2 * HELD + 4, rep
     assert rep["run_twice"] == 0 and rep["interrupted_runs"] == 0, rep
     assert rep["exit"][0] == 0 and rep["exit"][1] < grace, f"{name} exit code and seconds after deletion: {rep['exit']}"
-    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+    assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())

@@ -145,7 +145,7 @@ def _check_jobs(sc: Scenario, watch: JobWatch, ids: set[int], durations: list[in
     p.fact("pods_per_kubernetes_job", {n: len(v) for n, v in pods.items()})
     assert all(len(v) == 1 for v in pods.values()), f"a Job ran != 1 pod: {pods}"
     restarts = {pod: watch.restarts.get(pod, 0) for v in pods.values() for pod in v}
-    assert sum(restarts.values()) == 0, restarts
+    assert sum(restarts.values()) == 0, sc.restart_report(restarts)
     assert not watch.errors, watch.errors
     p.fact("queued_to_running_s", {r["id"]: round(r["running"] - r["queued"], 1) for r in rows
                                    if r["running"] and r["queued"]})
@@ -197,7 +197,7 @@ def test_22a_galaxy_k8s_rollout_with_jobs_in_flight(shared: Scenario, galaxy_k8s
         assert len(took) == 2 and max(took.values()) < grace / 2, f"grace {grace}s: {took}"
         restarts = sc.restarts_since(restarts_before)
         p.fact("job_handler_restarts_since_the_test_began", restarts)
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_22b_galaxy_k8s_sigkill_handler(shared: Scenario, galaxy_k8s: Shared) -> None:
@@ -358,7 +358,7 @@ def test_22c_galaxy_k8s_drain_handler_node(shared: Scenario, galaxy_k8s: Shared)
             assert spans and max(spans) <= 0, f"two processes held one identity at once: {spans}"
             restarts = sc.restarts_since(restarts_before)
             p.fact("job_handler_restarts_since_the_test_began", restarts)
-            assert sum(restarts.values()) == 0, restarts
+            assert sum(restarts.values()) == 0, sc.restart_report(restarts)
     finally:
         usage.stop()
         nodes.uncordon(sc.kube, node)
@@ -509,7 +509,7 @@ def test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight(scenario: Scena
             assert any(recovered.values()), f"no Job of 25.1 recovered by a 26.1 handler: {recovered}"
             restarts = sc.handler_restarts()
             p.fact("restarts_per_pod", restarts)
-            assert sum(restarts.values()) == 0, restarts
+            assert sum(restarts.values()) == 0, sc.restart_report(restarts)
     finally:
         watch.stop()
         # the MutatingAdmissionPolicy and its binding are cluster-scoped: uninstall removes them

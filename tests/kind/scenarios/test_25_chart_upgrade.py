@@ -91,7 +91,7 @@ def _upgraded_in_place(sc: Scenario, before: dict, templates: dict[str, dict], p
         assert rolled == changed, f"rolled {rolled} but template changed {changed}"
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
     with p.phase("the migration ran once per release revision"):
         revisions = len(sc.helm.history(sc.release, sc.namespace))

@@ -309,7 +309,7 @@ def test_26d_celery_statefulset_hpa_scale_in_takes_the_top_ordinal(scenario: Sce
     assert rep["lost"] == 0 and rep["finished"] == n, rep
     assert rep["run_twice"] == 0 and rep["interrupted_runs"] == 0, rep
     assert rep["exit"][0] == 0 and rep["exit"][1] < grace, f"{name} exit code and seconds after deletion: {rep['exit']}"
-    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+    assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())
 
 
 # 26e: the HPA's real metrics source (metrics-server v0.8.0, built here from its Go module).
@@ -442,4 +442,4 @@ def test_26e_burst_then_quiet_with_metrics_server(scenario: Scenario, metrics_se
     attempts = sc.db.attempts(burst + long)
     assert len(attempts) == BURST + 2 and all(a.outcome == "done" for a in attempts), attempts
     assert all(a.pod in kept for a in attempts if a.job_id in long), "a long job ended on a pod that was removed"
-    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+    assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())

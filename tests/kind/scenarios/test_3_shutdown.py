@@ -85,7 +85,7 @@ def test_3a_drain_on_rollout(scenario: Scenario) -> None:
         p.fact("jobs_finished_while_draining", finished_while_draining)
         assert finished_while_draining > 0, "the rollout hit no busy handler: nothing was drained"
         restarts = sc.handler_restarts()
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_3b_drain_mode(scenario: Scenario) -> None:
@@ -301,4 +301,4 @@ def test_3e_rollout_cost_of_long_drains(scenario: Scenario) -> None:
     assert peaks["nosurge"] >= COST_REPLICAS, peaks
     # the price (reported, not asserted: it depends as much on how fast new pods get Ready):
     # a StatefulSet stops a pod and waits for it to be gone before it starts the next one
-    assert sum(sc.handler_restarts().values()) == 0, sc.handler_restarts()
+    assert sum(sc.handler_restarts().values()) == 0, sc.restart_report(sc.handler_restarts())

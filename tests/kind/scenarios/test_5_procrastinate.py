@@ -45,7 +45,7 @@ def test_5a_procrastinate_fresh_install_locked_migration(scenario: Scenario) -> 
         sc.wait_handlers_ready(90)
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_5b_procrastinate_naive_restarts(scenario: Scenario) -> None:
@@ -110,7 +110,7 @@ def test_5c_procrastinate_rollout_with_jobs_in_flight(scenario: Scenario) -> Non
         p.fact("jobs_finished_while_draining", finished_while_draining)
         assert finished_while_draining > 0, "the rollout hit no busy worker: nothing was drained"
         restarts = sc.handler_restarts()
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_5d_procrastinate_upgrade_locked_migration(scenario: Scenario) -> None:
@@ -132,7 +132,7 @@ def test_5d_procrastinate_upgrade_locked_migration(scenario: Scenario) -> None:
         assert all(pod_ready(pod) and pod["spec"]["containers"][0]["image"].endswith(":2") for pod in pods)
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_5e_procrastinate_liveness_busy_and_wedged(scenario: Scenario) -> None:

@@ -45,7 +45,7 @@ def test_6a_chancy_fresh_install_locked_migration(scenario: Scenario) -> None:
         sc.wait_handlers_ready(90)
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_6b_chancy_naive_restarts(scenario: Scenario) -> None:
@@ -118,7 +118,7 @@ def test_6c_chancy_rollout_with_jobs_in_flight(scenario: Scenario) -> None:
         p.fact("jobs_finished_while_draining", finished_while_draining)
         assert finished_while_draining > 0, "the rollout hit no busy worker: nothing was drained"
         restarts = sc.handler_restarts()
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 def test_6d_chancy_upgrade_locked_migration(scenario: Scenario) -> None:
@@ -142,7 +142,7 @@ def test_6d_chancy_upgrade_locked_migration(scenario: Scenario) -> None:
         assert [str(row[0]) for row in version] == ["2"], version
         restarts = sc.handler_restarts()
         p.fact("restarts_total", sum(restarts.values()))
-        assert sum(restarts.values()) == 0, restarts
+        assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
 
 LIVENESS_GRACE = 10

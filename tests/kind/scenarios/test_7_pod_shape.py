@@ -77,7 +77,7 @@ def test_7a_pgbouncer_native_sidecar_serves_migration_wait_and_drain(scenario: S
         assert [c["name"] for c in inits] == ["pgbouncer", "wait-for-migrations"], pod["metadata"]["name"]
     restarts = sc.handler_restarts()
     p.fact("restarts_after_install", sum(restarts.values()))
-    assert sum(restarts.values()) == 0, restarts
+    assert sum(restarts.values()) == 0, sc.restart_report(restarts)
 
     grace = sc.grace("job")
     rng = random.Random(7)

@@ -34,8 +34,10 @@ KILLED_INFO = "This job was killed when Galaxy was restarted"
 # before the process exits (galaxy.jobs.runners.local: terminated_by_shutdown).
 SHUTDOWN_INFO = "job terminated by Galaxy shutdown"
 # values-examples/galaxy.yaml's sidecar that empties heartbeat_*.log in place; in the scenarios
-# above TRIM_MAX_BYTES (about 3 of Galaxy's dumps) instead of 1 MiB
-TRIM_SIDECAR, TRIM_MAX_BYTES = "heartbeat-trim", 20000
+# above TRIM_MAX_BYTES (about 2 of Galaxy's 6-8 KB dumps) instead of 1 MiB. 16a waits until every
+# pod's file was emptied once: with 20000 (3 dumps, 60-80 s) that wait was the Galaxy lane's
+# longest idle phase, and the Galaxy lane is the main pass's last (stop 47's ci10)
+TRIM_SIDECAR, TRIM_MAX_BYTES = "heartbeat-trim", 12000
 # Galaxy job states that are still in someone's hands (galaxy.model.Job.states).
 UNFINISHED = {"new", "resubmitted", "upload", "waiting", "queued", "running", "paused", "deleting", "stop"}
 

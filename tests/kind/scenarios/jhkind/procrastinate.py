@@ -50,9 +50,12 @@ def values(tag: str = "1", concurrency: int = 4, replicas: int = 1, max_job_s: i
                 # one interpreter start per probe (~0.4 CPU-s): every 10 s, not 5 (the example: 15)
                 "readinessProbe": {"exec": {"command": HEALTHCHECKS}, "periodSeconds": 10,
                                    "timeoutSeconds": 10, "failureThreshold": 1},
-                # window 25 + 5 x 1 = 30 s >= 3 x readiness (10 x 1): JH002
+                # window 25 + 5 x 1 = 30 s >= 3 x readiness (10 x 1): JH002. The probe is sh + stat,
+                # but on a saturated node its exec can take seconds: with failureThreshold 1, a 2 s
+                # timeout restarted a healthy worker (stop 47's ci10: 5c and 5d, side by side); 5 s,
+                # as the example's
                 "livenessProbe": {"heartbeat": {"path": HEARTBEAT_LOG, "maxAgeSeconds": LIVENESS_MAX_AGE},
-                                  "periodSeconds": 5, "timeoutSeconds": 2, "failureThreshold": 1,
+                                  "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 1,
                                   "terminationGracePeriodSeconds": LIVENESS_GRACE},
                 # started = the worker's loop has logged since this container started
                 "startupProbe": {"heartbeat": {"path": HEARTBEAT_LOG}},

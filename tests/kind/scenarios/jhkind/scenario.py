@@ -242,6 +242,28 @@ class Scenario:
         from .observe import max_restarts
         return max_restarts(self.timeline, is_handler_pod)
 
+    def restart_report(self, restarts: dict[str, int]) -> str:
+        """The counts, then why each restarted pod restarted: its containers' last termination
+        and the kubelet's events for it (Unhealthy: which probe failed and how; Killing; BackOff).
+        An assertion's message is all a rerun leaves in the log (the RERUN line)."""
+        lines = [str(restarts)]
+        restarted = {name for name, n in restarts.items() if n}
+        try:
+            pods = {pod["metadata"]["name"]: pod for pod in self.kube.pods(self.namespace)}
+            events = self.kube.events(self.namespace)
+        except Exception as exc:  # the report must never hide the assertion
+            return f"{restarts} (no reasons: {exc!r})"
+        for name in sorted(restarted):
+            for st in ((pods.get(name) or {}).get("status") or {}).get("containerStatuses") or []:
+                last = (st.get("lastState") or {}).get("terminated")
+                if last:
+                    lines.append(f"{name}/{st['name']}: last exit {last.get('exitCode')} {last.get('reason')} "
+                                 f"at {last.get('finishedAt')}")
+            lines += [f"{name}: {e.get('reason')} x{e.get('count') or 1}: {(e.get('message') or '')[:200]}"
+                      for e in events if (e.get("involvedObject") or {}).get("name") == name
+                      and e.get("reason") in ("Unhealthy", "Killing", "BackOff")]
+        return "; ".join(lines)
+
 
 def job_completed_at(job: dict) -> float | None:
     st = job.get("status") or {}
