@@ -8,7 +8,7 @@ import time
 from .cluster import Kube, event_time, job_state, restart_count
 
 
-def _container_line(st: dict) -> str:
+def container_line(st: dict) -> str:
     state = st.get("state") or {}
     (name, detail), = state.items() if state else (("unknown", {}),)
     extra = ""
@@ -34,7 +34,7 @@ def dump_namespace(kube: Kube, namespace: str, helm_status: dict | None = None, 
         out.append(f"  {meta['name']} phase={status.get('phase')} restarts={restart_count(pod)} "
                    f"deleting={'yes' if meta.get('deletionTimestamp') else 'no'} [{conds}]")
         for st in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-            out.append(_container_line(st))
+            out.append(container_line(st))
     out.append("--- jobs")
     try:
         for job in kube.jobs(namespace):

@@ -11,7 +11,7 @@ from typing import Any
 
 from .client import Client
 from .cluster import Kube, job_state, parse_time, pod_ready, restart_count
-from .diagnostics import dump_namespace
+from .diagnostics import container_line, dump_namespace
 from .helm import CHART, Helm, HelmResult, deep_merge, write_values
 from .jobs import JobsDb
 from .observe import Timeline, is_handler_pod
@@ -254,11 +254,9 @@ class Scenario:
         except Exception as exc:  # the report must never hide the assertion
             return f"{restarts} (no reasons: {exc!r})"
         for name in sorted(restarted):
-            for st in ((pods.get(name) or {}).get("status") or {}).get("containerStatuses") or []:
-                last = (st.get("lastState") or {}).get("terminated")
-                if last:
-                    lines.append(f"{name}/{st['name']}: last exit {last.get('exitCode')} {last.get('reason')} "
-                                 f"at {last.get('finishedAt')}")
+            lines += [f"{name}/{container_line(st).strip()}"
+                      for st in ((pods.get(name) or {}).get("status") or {}).get("containerStatuses") or []
+                      if st.get("restartCount")]
             lines += [f"{name}: {e.get('reason')} x{e.get('count') or 1}: {(e.get('message') or '')[:200]}"
                       for e in events if (e.get("involvedObject") or {}).get("name") == name
                       and e.get("reason") in ("Unhealthy", "Killing", "BackOff")]
