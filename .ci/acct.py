@@ -137,13 +137,14 @@ def read_proc(root: Path = Path("/proc")) -> dict[str, tuple[str, float]]:
     return out
 
 
-def alive_table(before: dict[str, list], now: dict[str, tuple[str, float]]) -> str:
-    """The CPU since `before` of the processes alive in both, by group."""
+def alive_table(before: dict[str, float], now: dict[str, tuple[str, float]]) -> str:
+    """The CPU since `before` ("pid:start" -> CPU-s, a snapshot) of the processes alive in both, by
+    group."""
     by_group: Counter[str] = Counter()
     n_group: Counter[str] = Counter()
     for key, (group, cpu) in now.items():
         if key in before:
-            by_group[group] += cpu - float(before[key][1])
+            by_group[group] += cpu - float(before[key])
             n_group[group] += 1
     lines = ["", "Processes alive through the whole phase (not in the accounting; /proc at its start and "
              "after `make kind-down`):", "", "| what | processes | CPU-s |", "| --- | ---: | ---: |"]
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["snapshot"] and len(argv) == 2:
         path = Path(argv[1])
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(read_proc()), encoding="utf-8")
+        tmp.write_text(json.dumps({key: cpu for key, (_, cpu) in read_proc().items()}), encoding="utf-8")
         tmp.replace(path)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

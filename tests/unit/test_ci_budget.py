@@ -233,6 +233,7 @@ def test_acct_alive_processes_from_proc(tmp_path):
     proc(100, "dockerd", 1, 40 * tick, 5)
     proc(200, "registry", 150, 4 * tick, 999)  # the pid came back as another process: not counted
     proc(3, "ksoftirqd/0", 2, 7 * tick, 1)
-    out = acct.alive_table(json.loads(json.dumps(before)), acct.read_proc(tmp_path / "proc"))
+    snapshot = {key: cpu for key, (_, cpu) in before.items()}  # what `acct.py snapshot` writes
+    out = acct.alive_table(json.loads(json.dumps(snapshot)), acct.read_proc(tmp_path / "proc"))
     assert "| dockerd and the host's containerd (docker exec, docker ps, the nodes' containers) | 1 | 30 |" in out
     assert f"| {acct.KERNEL} | 1 | 7 |" in out and "registry" not in out
