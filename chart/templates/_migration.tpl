@@ -116,6 +116,18 @@ template:
     priorityClassName: {{ . | quote }}
     {{- end }}
     serviceAccountName: {{ include "jobhandlers.migration.serviceAccountName" . | quote }}
+    {{- with $m.nodeSelector }}
+    nodeSelector:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with $m.tolerations }}
+    tolerations:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with $m.affinity }}
+    affinity:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
     {{- /* the post-deploy Job's wait-for-rollout lists pods: from 1.21 with a token only that
     init container mounts (below, the legacy automount: every container of the pod, JH038) */}}
     automountServiceAccountToken: {{ and (hasKey . "jhPost") (not (include "jobhandlers.postDeploy.projectedToken" .)) }}

@@ -12,6 +12,10 @@ KIND_K8S          ?= 1.37
 KIND_CONTAINERD   ?= 2
 KIND_NODE_IMAGE   ?= jobhandlers/kind-node:v$(KIND_K8S)$(if $(filter 1,$(KIND_CONTAINERD)),-containerd1)
 KIND_WORKERS      ?= 2
+# KIND_POOL_WORKERS=N: N more workers, labelled and tainted jobhandlers.test/pool=nodes, which
+# only a pass run with KIND_NODE_POOL=nodes uses (tests/kind/scenarios/jhkind/pool.py): .ci/run
+# runs the node scenarios there, beside the main pass on the same cluster. 0 (the default): none.
+KIND_POOL_WORKERS ?= 0
 KIND_KUBECONFIG   ?= $(ROOT)/tests/kind/.work/kubeconfig
 JH_CACHE          ?= /var/cache/jobhandlers
 # KIND_REGISTRY=1 (the default): the nodes pull the docker.io images (jobhandlers/...) from the
@@ -19,7 +23,7 @@ JH_CACHE          ?= /var/cache/jobhandlers
 # network, storage in $(JH_CACHE)/registry), which `make kind-load` pushes them to; 0: `kind load`
 # copies every image into every node, as before.
 KIND_REGISTRY     ?= 1
-export KIND_K8S KIND_CONTAINERD KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_KUBECONFIG JH_CACHE KIND_REGISTRY
+export KIND_K8S KIND_CONTAINERD KIND_CLUSTER_NAME KIND_NODE_IMAGE KIND_WORKERS KIND_POOL_WORKERS KIND_KUBECONFIG JH_CACHE KIND_REGISTRY
 KIND_ENV := KIND=$(KIND)
 
 .PHONY: docker-up kind-node-image kind-up kind-down kind-load kind-registry-down kind-postgres test-kind-versions test-kind-smoke test-kind netpol-image metrics-server-image

@@ -208,3 +208,25 @@ def test_rollout_and_placement_overrides() -> None:
     (svc,) = helm.by_kind(objs, "Service")
     assert svc["spec"]["type"] == "NodePort" and svc["metadata"]["annotations"] == {"a": "b"}
     assert [p["name"] for p in svc["spec"]["ports"]] == ["http", "metrics"]
+
+
+def test_migration_jobs_placement() -> None:
+    """migration.nodeSelector / tolerations / affinity place the migration, downgrade and
+    post-deploy Jobs' pods (a cluster whose nodes are all tainted); unset, none is rendered."""
+    where = {"nodeSelector": {"pool": "jobs"},
+             "tolerations": [{"key": "pool", "operator": "Equal", "value": "jobs", "effect": "NoSchedule"}],
+             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                 {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}
+    objs = helm.render(overrides={"migration": {**where, "onRollback": "downgrade"},
+                                  "waitForMigrations": {"acceptAhead": True},
+                                  "commands": {"downgrade": ["workload", "downgrade"],
+                                               "postMigrate": ["workload", "migrate", "--post"]}})
+    jobs = helm.by_kind(objs, "Job")
+    assert len(jobs) == 3, [j["metadata"]["name"] for j in jobs]
+    for job in jobs:
+        assert {k: pod(job).get(k) for k in where} == where, job["metadata"]["name"]
+    role = pod(deployment(objs, "job"))
+    assert "nodeSelector" not in role and all(t["key"] != "pool" for t in role["tolerations"]), \
+        "the roles keep their own placement"
+    for job in helm.by_kind(helm.render(), "Job"):
+        assert not {"nodeSelector", "tolerations", "affinity"} & set(pod(job))

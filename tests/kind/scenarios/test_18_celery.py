@@ -35,7 +35,7 @@ from jhkind.cluster import RESTRICTED_LABELS, Kube, pod_ready
 from jhkind.helm import Helm
 from jhkind.observe import Timeline, kubelet_stop_at, old_pod_exit
 from jhkind.postgres import Postgres
-from jhkind.progress import Progress
+from jhkind.progress import Progress, lane
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
 
@@ -167,8 +167,9 @@ def test_18a_celery_rollout_with_prefetch(kube: Kube, helm: Helm, postgres: Post
             # the SIGTERM-alone variant ends first: it also scales down with full windows
             futures = {name: pool.submit(rollout, scs[name], VARIANTS[name], 18, name == "none") for name in scs}
             reports = {name: f.result() for name, f in futures.items()}
+    seconds = round(time.monotonic() - t0, 1)
     scenario_summary["test_18a_celery_rollout_with_prefetch"] = {
-        "passed": True, "seconds": round(time.monotonic() - t0, 1), "facts": reports}
+        "passed": True, "seconds": seconds, "facts": reports, "started": round(time.time() - seconds, 1), "lane": lane()}
     print({k: {x: v[x] for x in ("lost", "run_twice", "redelivered_runs", "exits", "grace", "started_while_draining")}
            for k, v in reports.items()})
     none, cmd, late, early = (reports[k] for k in ("none", "command", "short-late", "short-early"))

@@ -19,7 +19,7 @@ from typing import Iterator
 
 import pytest
 
-from jhkind import addon
+from jhkind import addon, pool
 from jhkind.cluster import Kube, job_state, pod_ready
 from jhkind.nodes import workers
 from jhkind.scenario import WORKLOAD_IMAGE, Scenario
@@ -88,7 +88,8 @@ def _cleanup_nodes(kube: Kube, image: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def engine(kube: Kube, kind_cluster_name: str) -> Iterator[str]:
-    """The policy engine on every node for this module's tests; removed (and its rules cleaned) after."""
+    """The policy engine on every worker (of the pool, with one) for this module's tests; removed (and its
+    rules cleaned) after."""
     def ready() -> None:
         nodes = len(workers(kube))
         wait_until(lambda: (kube.apps.read_namespaced_daemon_set("jh-netpol-engine", "kube-system").status
@@ -96,7 +97,9 @@ def engine(kube: Kube, kind_cluster_name: str) -> Iterator[str]:
     image = addon.image(IMAGE_SCRIPT, kind_cluster_name)
     try:
         # foreground: the engine's pods are gone before its rules are removed (else it re-adds them)
-        with addon.applied(kube, image, ENGINE, ready, delete_args=("--cascade=foreground",)):
+        # with a node pool (.ci/run's node pass), on the pool's workers only: nothing of the main pass is policed
+        with addon.applied(kube, image, ENGINE, ready, delete_args=("--cascade=foreground",),
+                           place=pool.add):
             yield image
     finally:
         wait_until(lambda: not kube.pods("kube-system", "app=jh-netpol-engine"), 90, "the engine's pods gone",

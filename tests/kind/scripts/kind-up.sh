@@ -9,7 +9,11 @@
 #      scenarios' ReadWriteMany volume, a hostPath PV every node sees; default
 #      tests/kind/.work/shared-<cluster>, the default one removed by kind-down.sh),
 #      KIND_REGISTRY (default 1: the nodes pull docker.io images from the local registry,
-#      registry.sh; 0: they get them by `kind load`).
+#      registry.sh; 0: they get them by `kind load`),
+#      KIND_REPAIR=1: never create or delete a cluster: the existing one's static CNI routes and
+#      registry mirror are installed again and its nodes waited for (a node container restarted
+#      by a scenario, scenario 8z: the other passes on the same cluster keep running; without it,
+#      a worker count that differs from KIND_WORKERS + KIND_POOL_WORKERS recreates the cluster).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kind_dir=$(cd "$here/.." && pwd)
@@ -17,6 +21,10 @@ source "$kind_dir/../images/lib.sh"
 KIND=${KIND:-kind}
 name=${KIND_CLUSTER_NAME:-jobhandlers}
 workers=${KIND_WORKERS:-2}
+# KIND_POOL_WORKERS more workers, labelled and tainted jobhandlers.test/pool=nodes (NoSchedule):
+# the node scenarios' own workers inside this cluster (drains, node loss), which nothing else uses
+pool_workers=${KIND_POOL_WORKERS:-0}
+pool_key=jobhandlers.test/pool
 kubeconfig=${KIND_KUBECONFIG:-$kind_dir/.work/kubeconfig}
 node_image=${KIND_NODE_IMAGE:-jobhandlers/kind-node:v${KIND_K8S:-1.37}}
 timeout=${KIND_READY_TIMEOUT:-300}
@@ -26,12 +34,21 @@ pod_subnet=10.244.0.0/16
 use_registry=${KIND_REGISTRY:-1}
 [[ $use_registry == 0 || $use_registry == 1 ]] || die "KIND_REGISTRY=$use_registry: use 1 (local registry) or 0 (kind load)"
 [[ $workers =~ ^[0-9]+$ ]] || die "KIND_WORKERS=$workers must be a number"
+[[ $pool_workers =~ ^[0-9]+$ ]] || die "KIND_POOL_WORKERS=$pool_workers must be a number"
+repair=${KIND_REPAIR:-0}
+[[ $repair == 0 || $repair == 1 ]] || die "KIND_REPAIR=$repair: use 1 (repair the existing cluster) or 0"
 command -v "$KIND" >/dev/null || die "kind binary '$KIND' not found (run: make tools)"
 t0=$SECONDS
 "$kind_dir/../images/docker-up.sh"
 mkdir -p "$(dirname "$kubeconfig")"
 
 offline=${KIND_OFFLINE:-}
+if [[ $repair == 1 ]]; then
+  # the existing cluster says which path made it: the offline one wrote the static CNI
+  docker ps -q --filter "label=io.x-k8s.kind.cluster=$name" --filter "label=io.x-k8s.kind.role=control-plane" | grep -q . \
+    || die "KIND_REPAIR=1: cluster $name has no running control plane to repair"
+  if docker exec "$name-control-plane" test -e /etc/cni/net.d/10-kind-static.conflist; then offline=1; else offline=0; fi
+fi
 if [[ -z $offline ]]; then
   # a registry answers a search only when it is reachable
   if timeout 15 docker search --limit 1 kindest/node >/dev/null 2>&1; then offline=0; else offline=1; fi
@@ -58,17 +75,17 @@ cluster_exists() {
   die "docker ps failed three times: cannot tell whether cluster $name exists"
 }
 
-if cluster_exists && \
+if [[ $repair == 0 ]] && cluster_exists && \
    [[ -n $(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" --filter status=exited --filter status=created) ]]; then
   log "cluster $name has stopped nodes (dockerd or host restarted?): recreating it"
   "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
   rm -f "$kubeconfig.delete"
 fi
 
-if cluster_exists; then
+if [[ $repair == 0 ]] && cluster_exists; then
   have=$(docker ps -a -q --filter "label=io.x-k8s.kind.cluster=$name" --filter "label=io.x-k8s.kind.role=worker" | wc -l)
-  if [[ $have -ne $workers ]]; then
-    log "cluster $name has $have workers, KIND_WORKERS=$workers: recreating it"
+  if [[ $have -ne $((workers + pool_workers)) ]]; then
+    log "cluster $name has $have workers, KIND_WORKERS=$workers + KIND_POOL_WORKERS=$pool_workers: recreating it"
     "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
     rm -f "$kubeconfig.delete"
   fi
@@ -91,6 +108,9 @@ if cluster_exists; then
   deadline=$((SECONDS + 90))
   # a just-restarted node's kubelet reports its new IP within seconds
   while mismatch=$(ip_mismatch) && [[ -n $mismatch ]] && ((SECONDS < deadline)); do sleep 3; done
+  if [[ -n $mismatch && $repair == 1 ]]; then
+    die "KIND_REPAIR=1: cluster $name: node IPs still differ from what the API server knows after 90 s ($(echo $mismatch))"
+  fi
   if [[ -n $mismatch ]]; then
     log "cluster $name: node IPs differ from what the API server knows ($(echo $mismatch)): recreating it"
     "$KIND" delete cluster --name "$name" --kubeconfig "$kubeconfig.delete" >&2
@@ -144,8 +164,18 @@ else
       echo "    config_path = \"/etc/containerd/certs.d\""
     fi
     echo "nodes:"
-    for ((i = 0; i <= workers; i++)); do
+    for ((i = 0; i <= workers + pool_workers; i++)); do
       if ((i == 0)); then echo "- role: control-plane"; else echo "- role: worker"; fi
+      if ((i > workers)); then
+        echo "  labels:"
+        echo "    $pool_key: nodes"
+        echo "  kubeadmConfigPatches:"
+        echo "  - |"
+        echo "    kind: JoinConfiguration"
+        echo "    nodeRegistration:"
+        echo "      taints:"
+        echo "      - {key: $pool_key, value: nodes, effect: NoSchedule}"
+      fi
       if [[ $offline == 1 ]]; then echo "  image: $node_image"; fi
       echo "  extraMounts:"
       echo "  - hostPath: $shared_dir"

@@ -7,7 +7,9 @@ from __future__ import annotations
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
+
+import yaml
 
 from jhkind.cluster import Kube
 from jhkind.nodes import KUBECTL
@@ -23,10 +25,18 @@ def image(script: Path, cluster: str) -> str:
 
 @contextmanager
 def applied(kube: Kube, image_ref: str, manifest: Path, ready: Callable[[], None],
-            delete_args: tuple[str, ...] = ()) -> Iterator[None]:
+            delete_args: tuple[str, ...] = (),
+            place: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Iterator[None]:
     """Apply `manifest` (its IMAGE replaced by `image_ref`), call `ready` (which waits or raises), yield;
-    on the way out its objects are deleted (`kubectl delete --wait`, plus `delete_args`)."""
+    on the way out its objects are deleted (`kubectl delete --wait`, plus `delete_args`). `place`
+    (jhkind.pool.add) rewrites every DaemonSet's pod spec."""
     docs = manifest.read_text().replace("IMAGE", image_ref)
+    if place:
+        objs = [o for o in yaml.safe_load_all(docs) if o]
+        for o in objs:
+            if o.get("kind") == "DaemonSet":
+                o["spec"]["template"]["spec"] = place(o["spec"]["template"]["spec"])
+        docs = yaml.safe_dump_all(objs, sort_keys=False)
     kubectl = [str(KUBECTL), "--kubeconfig", kube.kubeconfig]
     run([*kubectl, "apply", "-f", "-"], f"applying {manifest.name}", 120, docs)
     try:

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import pool
 from .cluster import Kube
 
 KUBECTL = Path(__file__).resolve().parents[2] / "scripts" / "kubectl.sh"
@@ -23,10 +24,12 @@ def kubectl(kube: Kube, *args: str, timeout: float = 900) -> subprocess.Complete
 
 
 def workers(kube: Kube) -> list[str]:
-    """The worker nodes (everything but the control plane), sorted."""
+    """The worker nodes (everything but the control plane; with a node pool, its workers), sorted."""
     nodes = kube.core.list_node().items
+    want = pool.name()
     return sorted(n.metadata.name for n in nodes
-                  if "node-role.kubernetes.io/control-plane" not in (n.metadata.labels or {}))
+                  if "node-role.kubernetes.io/control-plane" not in (n.metadata.labels or {})
+                  and (want is None or (n.metadata.labels or {}).get(pool.KEY) == want))
 
 
 def placement(pods: list[dict]) -> Counter:
@@ -60,11 +63,12 @@ def uncordon(kube: Kube, node: str) -> None:
 
 
 def restart_node(node: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Start a stopped node container again and re-run kind-up, which re-installs the static
-    CNI routes between the nodes (a restarted node comes back without its routes, and possibly
-    with a new IP the others do not route to)."""
+    """Start a stopped node container again and re-run kind-up in its repair mode, which re-installs
+    the static CNI routes between the nodes (a restarted node comes back without its routes, and
+    possibly with a new IP the others do not route to) and never recreates the cluster: another pass
+    may run on it (a node pool, jhkind.pool)."""
     subprocess.run(["docker", "start", node], capture_output=True, text=True, timeout=120, check=False)
     root = Path(__file__).resolve().parents[4]
-    env = dict(os.environ, KIND=str(root / "bin" / "kind"))
+    env = dict(os.environ, KIND=str(root / "bin" / "kind"), KIND_REPAIR="1")
     return subprocess.run([str(KUBECTL.parent / "kind-up.sh")], env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)

@@ -49,6 +49,13 @@ class Progress:
         self.note(f"{key} = {value}")
 
 
+def lane() -> str:
+    """Where this scenario runs, for .ci/budget.py's lanes: cluster/pytest worker, or cluster/pool-<name>
+    for a pass on a node pool (jhkind.pool) of a cluster another pass shares."""
+    where = os.environ.get("KIND_NODE_POOL") and f"pool-{os.environ['KIND_NODE_POOL']}"
+    return f"{os.environ.get('KIND_CLUSTER_NAME', 'jobhandlers')}/{where or os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+
+
 def record(summary: dict, key: str, progress: Progress, seconds: float, rep: object | None) -> None:
     """One scenario's entry in bench-results/kind-scenarios.json. A failed attempt that is run
     again (KIND_RERUNS) keeps its entry, with the end of its error, under "<key> (failed attempt N)"."""
@@ -59,7 +66,7 @@ def record(summary: dict, key: str, progress: Progress, seconds: float, rep: obj
     entry: dict = {"passed": not failed, "seconds": round(seconds, 1), "phases": progress.phases, "facts": progress.facts,
                    # when and where it ran: .ci/budget.py's lanes (which worker of which cluster was busy when)
                    "started": round(time.time() - seconds, 1),
-                   "lane": f"{os.environ.get('KIND_CLUSTER_NAME', 'jobhandlers')}/{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"}
+                   "lane": lane()}
     if failed and rep is not None:
         entry["error"] = str(getattr(rep, "longrepr", ""))[-2000:]
     summary[key] = entry

@@ -14,6 +14,7 @@ from .cluster import Kube, job_state, parse_time, pod_ready, restart_count
 from .diagnostics import container_line, dump_namespace
 from .helm import CHART, Helm, HelmResult, deep_merge, write_values
 from .jobs import JobsDb
+from . import pool
 from .observe import Timeline, is_handler_pod
 from .postgres import Postgres
 from .progress import Progress
@@ -115,7 +116,8 @@ class Scenario:
 
     def _values_file(self, values: dict) -> Path:
         self._n += 1
-        return write_values(self.workdir / f"values-{self._n}.yaml", values)
+        # every values file of a scenario passes here: with a node pool, its pods go there
+        return write_values(self.workdir / f"values-{self._n}.yaml", pool.place(values))
 
     def install(self, *overrides: dict, timeout_s: int = 300, wait: bool = True, chart: Path = CHART) -> HelmResult:
         """helm install of `chart` (HEAD's by default, or an extracted release's)."""
