@@ -1,5 +1,5 @@
 """`jobhandlers gen-tests`: one pytest file per values file, from jinja2 templates, with every
-expected value computed now by the policy model (model.py).
+expected value computed now by the policy model (model/).
 
 The files import only the installed `jobhandlers` package and pytest, and render with the
 user's helm (helm.find_helm), so `jobhandlers gen-tests my-values.yaml --out tests/` works

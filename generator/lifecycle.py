@@ -1,6 +1,6 @@
 """The chart's lifecycle data (chart/lifecycle.yaml): version gates, kinds, null-value
 fallbacks and the rules' words. The chart reads the same file (templates/_lifecycle.tpl),
-so a gate or a rule's text exists once; model.py and rules/ take theirs from here."""
+so a gate or a rule's text exists once; model/ and rules/ take theirs from here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`jobhandlers gen-tests --live VALUES [JOBS] --out DIR`: a pytest suite that installs the
 values on a live cluster and checks the lifecycle with the app's own jobs. Every number the
-suite expects (graces, maxJobRuntimeSeconds, drain deadlines, timeouts) comes from model.py."""
+suite expects (graces, maxJobRuntimeSeconds, drain deadlines, timeouts) comes from model/."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ EXPECTED: dict[str, tuple[str, int, int] | None] = {
     "grace-overflows-float.yaml": None,
 }
 
-# Crashes in generator/model.py or generator/rules/ (owned by the lead): strict xfail, so
+# Crashes in generator/model/ or generator/rules/ (owned by the lead): strict xfail, so
 # the fix there turns them into failures to remove from here.
 # Crashes kept as strict xfails until fixed (none left: the schema bounds maxJobRuntimeSeconds
 # and runtimeMultiplier, and rules/gen-tests treat ArithmeticError as a value the schema reports).
