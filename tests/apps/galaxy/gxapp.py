@@ -33,6 +33,10 @@ class Galaxy:
         self.workdir = workdir
         self.state = workdir / "state"
         self.state.mkdir(exist_ok=True)
+        # Galaxy's conda resolver makes its tool dependency directory with exists-then-mkdir
+        # (tool_util/deps/installable.py): two servers starting at once (web and a handler) race
+        # on it and the second exits with FileExistsError. The images have it; here it is made first.
+        (workdir / "data" / "dependencies").mkdir(parents=True, exist_ok=True)
         self.procs: list[subprocess.Popen[bytes]] = []
         self.web_port = 0
 

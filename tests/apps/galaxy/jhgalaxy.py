@@ -43,6 +43,18 @@ OK, BEHIND, AHEAD, UNREACHABLE = 0, 3, 4, 5
 LOCK_KEY = int.from_bytes(b"jhgalaxy", "big") & 0x7FFFFFFFFFFFFFFF
 MODELS = ("gxy", "tsi")
 HEADS_FILE = "/opt/galaxy/schema-heads.json"  # JHGALAXY_HEADS
+PG_SCHEMES = ("postgres", "postgresql")  # what the chart's DATABASE_URL may start with
+
+
+def heads_path() -> str:
+    """Where `heads` writes and the fast path reads the image's heads (JHGALAXY_HEADS, else HEADS_FILE)."""
+    return os.environ.get("JHGALAXY_HEADS", HEADS_FILE)
+
+
+def pg_url_rest(url: str) -> str | None:
+    """What follows the scheme of a postgres:// or postgresql:// URL, else None."""
+    scheme, sep, rest = url.partition("://")
+    return rest if sep and scheme in PG_SCHEMES else None
 
 
 def galaxy_env(env: dict[str, str]) -> dict[str, str]:
@@ -51,8 +63,8 @@ def galaxy_env(env: dict[str, str]) -> dict[str, str]:
     env.setdefault("GALAXY_CONFIG_FILE", "config/galaxy.yml")
     url = env.get("DATABASE_URL", "")
     if url and "GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION" not in env:
-        scheme, sep, rest = url.partition("://")
-        if sep and scheme in ("postgres", "postgresql"):
+        rest = pg_url_rest(url)
+        if rest is not None:
             url = f"postgresql+psycopg://{rest}"
         env["GALAXY_CONFIG_OVERRIDE_DATABASE_CONNECTION"] = url
     state = env.get("JOBHANDLERS_STATE_DIR")
@@ -244,7 +256,7 @@ def chart_url() -> str | None:
     """The chart's postgresql:// URL when Galaxy's database is that one alone (DATABASE_URL, no
     install database of its own), else None: then only Galaxy's reading of its config will do."""
     url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
+    if pg_url_rest(url) is None:
         return None
     if os.environ.get("GALAXY_CONFIG_OVERRIDE_INSTALL_DATABASE_CONNECTION"):
         return None
@@ -276,7 +288,7 @@ def fast_state() -> tuple[int, str] | None:
     read with psycopg alone; None when that cannot be said (no heads file, not the chart's URL,
     unreachable, or any other revision set): Galaxy decides then."""
     url = chart_url()
-    path = os.environ.get("JHGALAXY_HEADS", HEADS_FILE)
+    path = heads_path()
     if url is None or not os.path.isfile(path):
         return None
     with open(path) as f:
@@ -345,7 +357,7 @@ def main(argv: Sequence[str]) -> int:
     if cmd == "db-ping":
         return db_ping()
     if cmd == "heads":
-        return write_heads(rest[0] if rest else os.environ.get("JHGALAXY_HEADS", HEADS_FILE))
+        return write_heads(rest[0] if rest else heads_path())
     usage()
 
 
