@@ -161,6 +161,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=_order)
 
 
+# The lanes' tail. pytest-xdist's loadgroup (3.8.0) gives a lane more work while it holds at most 2
+# pending tests, so each lane runs one test with up to 2 more queued behind it, and those stay its
+# own: in stop 48's rehearsal ci12 one lane ran 24c, 24b and 25b (185-202 s each) one after the other
+# for its last 400 s while the others had nothing left (0.4-0.6 of the 2 cores in use). One queued
+# test per lane is the least a worker can run with (it starts a test only once it knows the next
+# one, or is told to stop), so the last tests go to the lanes that free up first.
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class OneQueued(LoadGroupScheduling):
+        def _reschedule(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    return OneQueued(config, log)
+
+
 # Why a scenario was rerun: pytest-rerunfailures' summary names it (-raR) but, under xdist, not its error.
 # The controller gets every worker's report; the first lines of each rerun's error go to the terminal
 # summary as "RERUN <nodeid>: <message>", which .ci/run's failure list prints (stop 46: ci7's 4a rerun
