@@ -75,12 +75,12 @@ KIND_RERUNS ?= 1
 # failed the first time.
 KIND_PART ?=
 # KIND_KEEP_RESULTS=1: append to bench-results/kind-scenarios.json instead of starting it afresh
-# (.ci/run runs both passes at once, on two clusters, and removes it before)
+# (.ci/run runs both passes at once, the node pass on the cluster's pool, and removes it before)
 KIND_KEEP_RESULTS ?=
 # COLUMNS: pytest cuts each short-summary line (FAILED/RERUN ... - the assertion) to the terminal's
 # width, 80 in CI's log; 400 keeps the reason of a failed scenario in the lines .ci/run prints.
 # KIND_PYTEST_ARGS: more pytest arguments (.ci/run deselects the smoke test that boots a
-# throwaway cluster for kind-down: its own cleanup checks both clusters' kind-down instead).
+# throwaway cluster for kind-down: its own cleanup checks the cluster's kind-down instead).
 KIND_PYTEST_ARGS ?=
 KIND_PYTEST = COLUMNS=400 KUBECONFIG=$(KIND_KUBECONFIG) $(KIND_ENV) $(PY) -m pytest -v -raR --reruns $(KIND_RERUNS) --reruns-delay 5 --durations 0 $(KIND_PYTEST_ARGS)
 test-kind: image kind-up venv ## every kind test (smoke and scenarios KIND_JOBS at a time, the heavy ones after 1-8, then the node scenarios alone)
