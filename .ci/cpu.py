@@ -100,9 +100,9 @@ def summarize(path: Path) -> dict:
     window = last["t"] - first["t"]
     host = (last["host"] - first["host"]) / 1e9
     node_total = node_own = 0.0
-    # each node up to its last sample: a cluster deleted before the phase ends (the node pass's,
-    # kind-down-nodes) is not the machine outside the nodes (stop 44's tables put its whole CPU
-    # there: "outside" 42 %); a node first seen later started at 0
+    # each node up to its last sample: a node gone before the phase ends (stopped by 8z; until
+    # stop 48 the node pass's own cluster, deleted early) is not the machine outside the nodes
+    # (stop 44's tables put its whole CPU there: "outside" 42 %); a node first seen later started at 0
     node_last: dict[str, list] = {}
     for rec in recs:
         node_last.update(rec["nodes"])

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from .. import lifecycle as _lc
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
-    from typing import Any
-
 # Versions, gates, kinds and fallbacks come from chart/lifecycle.yaml (generator/lifecycle.py),
 # which the chart reads too; see the file for each gate's feature gate, KEP and fallback.
 KUBE_VERSIONS: tuple[str, ...] = tuple(_lc.DATA["kubeVersions"]["matrix"])

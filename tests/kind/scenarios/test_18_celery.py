@@ -35,7 +35,7 @@ from jhkind.cluster import RESTRICTED_LABELS, Kube, pod_ready
 from jhkind.helm import Helm
 from jhkind.observe import Timeline, kubelet_stop_at, old_pod_exit
 from jhkind.postgres import Postgres
-from jhkind.progress import Progress, lane
+from jhkind.progress import Progress, when_where
 from jhkind.scenario import Scenario
 from jhkind.waits import wait_until
 
@@ -169,7 +169,7 @@ def test_18a_celery_rollout_with_prefetch(kube: Kube, helm: Helm, postgres: Post
             reports = {name: f.result() for name, f in futures.items()}
     seconds = round(time.monotonic() - t0, 1)
     scenario_summary["test_18a_celery_rollout_with_prefetch"] = {
-        "passed": True, "seconds": seconds, "facts": reports, "started": round(time.time() - seconds, 1), "lane": lane()}
+        "passed": True, "seconds": seconds, "facts": reports, **when_where(seconds)}
     print({k: {x: v[x] for x in ("lost", "run_twice", "redelivered_runs", "exits", "grace", "started_while_draining")}
            for k, v in reports.items()})
     none, cmd, late, early = (reports[k] for k in ("none", "command", "short-late", "short-early"))

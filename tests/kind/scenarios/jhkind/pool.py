@@ -3,7 +3,7 @@ with KIND_POOL_WORKERS=N adds N workers labelled and tainted jobhandlers.test/po
 (NoSchedule), which nothing of the main pass can use. With KIND_NODE_POOL=nodes (the node pass),
 every chart pod a scenario makes goes there: the roles and the migration Jobs by their nodeSelector
 and tolerations (`place`, applied to every values file a Scenario writes), 19's NetworkPolicy engine
-by its DaemonSet's (`pod_placement`); `nodes.workers` lists the pool's workers only, so drains,
+by its DaemonSet's pod spec (`add`); `nodes.workers` lists the pool's workers only, so drains,
 node loss (8z: kind-up.sh's KIND_REPAIR mode brings the node back without touching the rest) and
 26's pinned worker stay on it. The scenarios' own pods (client, broker, PostgreSQL, Galaxy's launched
 Jobs, helm test pods) stay off the pool, on the main workers: drains and node loss do not take them.

@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator
 
+from . import pool
+
 
 @dataclass
 class Progress:
@@ -49,11 +51,13 @@ class Progress:
         self.note(f"{key} = {value}")
 
 
-def lane() -> str:
-    """Where this scenario runs, for .ci/budget.py's lanes: cluster/pytest worker, or cluster/pool-<name>
-    for a pass on a node pool (jhkind.pool) of a cluster another pass shares."""
-    where = os.environ.get("KIND_NODE_POOL") and f"pool-{os.environ['KIND_NODE_POOL']}"
-    return f"{os.environ.get('KIND_CLUSTER_NAME', 'jobhandlers')}/{where or os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+def when_where(seconds: float) -> dict[str, object]:
+    """When a scenario that just ended after `seconds` started, and where it ran (its lane), for
+    .ci/budget.py's lanes: cluster/pytest worker, or cluster/pool-<name> for a pass on a node pool
+    (jhkind.pool) of a cluster another pass shares."""
+    where = f"pool-{pool.name()}" if pool.name() else os.environ.get("PYTEST_XDIST_WORKER", "main")
+    return {"started": round(time.time() - seconds, 1),
+            "lane": f"{os.environ.get('KIND_CLUSTER_NAME', 'jobhandlers')}/{where}"}
 
 
 def record(summary: dict, key: str, progress: Progress, seconds: float, rep: object | None) -> None:
@@ -65,8 +69,7 @@ def record(summary: dict, key: str, progress: Progress, seconds: float, rep: obj
         summary[f"{key} (failed attempt {n})"] = summary.pop(key)
     entry: dict = {"passed": not failed, "seconds": round(seconds, 1), "phases": progress.phases, "facts": progress.facts,
                    # when and where it ran: .ci/budget.py's lanes (which worker of which cluster was busy when)
-                   "started": round(time.time() - seconds, 1),
-                   "lane": lane()}
+                   **when_where(seconds)}
     if failed and rep is not None:
         entry["error"] = str(getattr(rep, "longrepr", ""))[-2000:]
     summary[key] = entry
