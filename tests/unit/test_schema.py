@@ -126,3 +126,18 @@ def test_only_the_keys_the_file_sets_are_walked(monkeypatch) -> None:
     monkeypatch.setattr(schema, "_passes_compiled", lambda chart, data: False)
     assert walked_less == [validate(vf) for vf in loaded if vf.ok]
     assert sum(bool(f) for f in walked_less) >= 5
+
+
+def test_tolerations_the_api_server_refuses() -> None:
+    """A role's and the migration Jobs' tolerations: what the API server's ValidateTolerations refuses
+    (an operator or effect it does not know, an empty key without Exists, a value with Exists,
+    tolerationSeconds without NoExecute) the schema refuses first, at the entry's key path."""
+    for where in ("handlers:\n  job:\n    tolerations: ", "migration:\n  tolerations: "):
+        path = "handlers.job.tolerations[0]" if where.startswith("handlers") else "migration.tolerations[0]"
+        for bad, key in (("{key: a, operator: Foo}", ".operator"), ("{key: a, effect: Sometimes}", ".effect"),
+                         ("{operator: Equal, value: x}", ".operator"), ("{value: x}", ""),
+                         ("{key: a, operator: Exists, value: x}", ".value"), ("{key: a, tolerationSeconds: 5}", "")):
+            assert [p for _, _, p in _errors(f"{where}[{bad}]\n")] == [path + key], bad
+        for good in ("{key: a}", "{operator: Exists}", "{key: a, operator: Exists, effect: NoSchedule}",
+                     "{key: a, operator: Equal, value: x, effect: NoExecute, tolerationSeconds: 5}"):
+            assert _errors(f"{where}[{good}]\n") == [], good
