@@ -52,6 +52,23 @@ GAPS: dict[str, dict[str, Any]] = {
     "cidr-host-bits": {"networkPolicy": {"enabled": True, "database": {"to": [{"ipBlock": {"cidr": "10.0.0.5/24"}}]}}},
     "cidr-except-outside": {"networkPolicy": {"enabled": True, "database": {"to": [
         {"ipBlock": {"cidr": "10.0.0.0/24", "except": ["10.1.0.0/24"]}}]}}},
+    # stop 49: affinity and topology spread were free objects in the schema
+    "affinity-selector-operator": {"handlers": {"web": {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": {
+            "matchExpressions": [{"key": "app", "operator": "Equals", "values": ["a"]}]}}]}}}}},
+    "affinity-term-without-topology-key": {"handlers": {"web": {"affinity": {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"app": "a"}}}]}}}}},
+    "affinity-weight-beyond-100": {"handlers": {"web": {"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 101, "preference": {}}]}}}}},
+    "node-affinity-without-terms": {"handlers": {"web": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}}},
+    "node-affinity-in-without-values": {"migration": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In"}]}]}}}}},
+    "spread-max-skew-zero": {"handlers": {"web": {"topologySpreadConstraints": [
+        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}}},
+    "spread-min-domains-with-schedule-anyway": {"handlers": {"web": {"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}}},
 }
 BASE = Path(helm.EXAMPLES_DIR) / "minimal.yaml"
 

@@ -141,3 +141,59 @@ def test_tolerations_the_api_server_refuses() -> None:
         for good in ("{key: a}", "{operator: Exists}", "{key: a, operator: Exists, effect: NoSchedule}",
                      "{key: a, operator: Equal, value: x, effect: NoExecute, tolerationSeconds: 5}"):
             assert _errors(f"{where}[{good}]\n") == [], good
+
+
+NODE_TERM = "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [%s]}}}"
+POD_TERM = "{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [%s]}}"
+REQUIRED = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def test_affinity_the_api_server_refuses() -> None:
+    """A role's and the migration Jobs' affinity: what the API server's ValidateAffinity refuses (a
+    selector operator it does not know, In without values, values with Exists, Gt without one value,
+    a required node selector without terms, a weight outside 1-100, a pod (anti-)affinity term
+    without topologyKey, a selector key that is not a qualified name) the schema refuses first, at
+    the key path of the entry."""
+    term = f"{REQUIRED}.nodeSelectorTerms[0]"
+    bad = [
+        (NODE_TERM % "{matchExpressions: [{key: a, operator: Foo, values: [x]}]}", f"{term}.matchExpressions[0].operator"),
+        (NODE_TERM % "{matchExpressions: [{key: a, operator: In}]}", f"{term}.matchExpressions[0]"),
+        (NODE_TERM % "{matchExpressions: [{key: a, operator: Exists, values: [x]}]}", f"{term}.matchExpressions[0].values"),
+        (NODE_TERM % "{matchExpressions: [{key: a, operator: Gt, values: ['1', '2']}]}", f"{term}.matchExpressions[0].values"),
+        (NODE_TERM % "{matchFields: [{key: metadata.labels, operator: In, values: [node-1]}]}", f"{term}.matchFields[0].key"),
+        (f"{{nodeAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: {{nodeSelectorTerms: []}}}}}}",
+         f"{REQUIRED}.nodeSelectorTerms"),
+        ("{nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 101, preference: {}}]}}",
+         "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"),
+        (POD_TERM % "{labelSelector: {matchLabels: {app: a}}}", "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"),
+        (POD_TERM % "{topologyKey: 'bad key'}", "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"),
+        (POD_TERM % "{topologyKey: zone, labelSelector: {matchExpressions: [{key: app, operator: Equals, values: [a]}]}}",
+         "podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator"),
+    ]
+    good = [
+        NODE_TERM % "{matchExpressions: [{key: node-size, operator: Gt, values: ['3']}, {key: gpu, operator: DoesNotExist}]}",
+        NODE_TERM % "{matchFields: [{key: metadata.name, operator: NotIn, values: [worker-1]}]}",
+        "{podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, podAffinityTerm: "
+        "{topologyKey: kubernetes.io/hostname, labelSelector: {matchExpressions: [{key: app, operator: In, values: [a]}]}}}]}}",
+    ]
+    for where, prefix in (("handlers:\n  job:\n    affinity: ", "handlers.job.affinity."),
+                          ("migration:\n  affinity: ", "migration.affinity.")):
+        for value, path in bad:
+            assert [p for _, _, p in _errors(f"{where}{value}\n")] == [prefix + path], value
+        for value in good:
+            assert _errors(f"{where}{value}\n") == [], value
+
+
+def test_topology_spread_the_api_server_refuses() -> None:
+    """A role's topologySpreadConstraints: maxSkew below 1, an empty topologyKey, an unknown
+    whenUnsatisfiable, minDomains without DoNotSchedule, an unknown node policy."""
+    where = "handlers:\n  job:\n    topologySpreadConstraints: "
+    base = "maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule"
+    for extra, key in (("maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule", ".maxSkew"),
+                       ("maxSkew: 1, topologyKey: '', whenUnsatisfiable: DoNotSchedule", ".topologyKey"),
+                       ("maxSkew: 1, topologyKey: zone, whenUnsatisfiable: Sometimes", ".whenUnsatisfiable"),
+                       ("maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, minDomains: 2", ".whenUnsatisfiable"),
+                       (f"{base}, nodeTaintsPolicy: Always", ".nodeTaintsPolicy")):
+        assert [p for _, _, p in _errors(f"{where}[{{{extra}}}]\n")] == ["handlers.job.topologySpreadConstraints[0]" + key], extra
+    for good in (base, f"{base}, minDomains: 2, nodeAffinityPolicy: Ignore, labelSelector: {{matchLabels: {{app: a}}}}"):
+        assert _errors(f"{where}[{{{good}}}]\n") == [], good
