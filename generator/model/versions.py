@@ -26,6 +26,10 @@ RELAXED_ENV_NAMES_MIN_VERSION = _lc.min_version("relaxedEnvVarNames")
 # with bits beyond its prefix, leading zeros or an IPv4-mapped IPv6 address (JH051; the chart renders
 # ipBlocks as given whatever the version, so this is no chart gate).
 STRICT_CIDR_MIN_VERSION = "1.36"
+# From 1.32 (kubernetes/kubernetes#128212, ValidateNodeSelectorRequirement) the values of a required node
+# affinity's matchExpressions must be label values; below, the API server takes any string and the pod
+# never schedules (JH075; the chart renders affinity as given, so this is no chart gate).
+NODE_AFFINITY_LABEL_VALUES_MIN_VERSION = "1.32"
 SLEEP_ZERO_MIN_VERSION = _lc.min_version("sleepZero")
 UNHEALTHY_POD_EVICTION_MIN_VERSION = _lc.min_version("pdbUnhealthyPodEvictionPolicy")
 POD_REPLACEMENT_POLICY_MIN_VERSION = _lc.min_version("jobPodReplacementPolicy")

@@ -1,7 +1,7 @@
 """The lifecycle policy rules (chart/lifecycle.yaml `rules`): each has a stable id, a severity, a
 one-line message, the fix and its documentation; every expected number comes from generator.model.
 One module per concern (grace, probes, migration, pod, podsecurity, env, resources, networkpolicy,
-launcher, autoscaling, scalein); this one is the
+launcher, autoscaling, scalein, scheduling); this one is the
 registry and the runner."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .env import _jh050
 from .resources import _jh052
 from .podsecurity import _jh073, _jh074
 from .scalein import _jh070, _jh071
+from .scheduling import _jh075
 
 
 # Each rule's check; its severity, title, documentation and fix are in chart/lifecycle.yaml
@@ -93,6 +94,7 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH072": _jh072,
     "JH073": _jh073,
     "JH074": _jh074,
+    "JH075": _jh075,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

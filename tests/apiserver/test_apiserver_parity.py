@@ -30,8 +30,9 @@ from schema_values import schema_values
 
 # What check's refusal is compared with: the chart's own rules, and the check-only rules on what
 # the API server refuses (the chart renders those values as given): JH032 a request above its
-# limit, JH051 an ipBlock, JH052 an extended resource without an equal limit.
-COMPARED = frozenset(lifecycle.chart_rules()) | {"JH032", "JH051", "JH052"}
+# limit, JH051 an ipBlock, JH052 an extended resource without an equal limit, JH075 a required node
+# affinity value that is no label value (from 1.32).
+COMPARED = frozenset(lifecycle.chart_rules()) | {"JH032", "JH051", "JH052", "JH075"}
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 # The issue's hand-found gaps on 1.37.2 (each passed check and rendered): values -> what refused.
@@ -67,6 +68,11 @@ GAPS: dict[str, dict[str, Any]] = {
             {"matchExpressions": [{"key": "zone", "operator": "In"}]}]}}}}},
     "spread-max-skew-zero": {"handlers": {"web": {"topologySpreadConstraints": [
         {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}}},
+    "toleration-key-not-a-name": {"handlers": {"web": {"tolerations": [{"key": "bad key", "operator": "Exists"}]}}},
+    "toleration-value-not-a-label-value": {"migration": {"tolerations": [{"key": "a", "value": "not a value!"}]}},
+    "node-affinity-value-not-a-label-value": {"handlers": {"web": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["not a value!"]}]}]}}}}}},
     "spread-min-domains-with-schedule-anyway": {"handlers": {"web": {"topologySpreadConstraints": [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}}},
 }
@@ -117,6 +123,17 @@ def test_a_gap_the_issue_found_is_closed(api: ApiServer, name: str) -> None:
         assert refusing(path), f"{name}: check passes what the API server refuses"
         refusal = cluster_refusal(api, [BASE, path], "--skip-schema-validation")
         assert refusal.startswith("API server") or "(jobhandlers check: JH050)" in refusal, f"{name}: {refusal or 'accepted'}"
+
+
+def test_required_node_affinity_values_follow_the_version(api: ApiServer, api_oldest: ApiServer) -> None:
+    """A required node affinity value that is no label value: the 1.29 API server takes it (the pod
+    would never schedule), the 1.37 one refuses it (from 1.32, kubernetes#128212); check says the
+    same at each version (JH075)."""
+    with tempfile.TemporaryDirectory(prefix="jh-api-") as tmp:
+        path = _write(tmp, GAPS["node-affinity-value-not-a-label-value"])
+        assert refusing(path, "1.29") == [] and refusing(path, "1.37") == ["JH075"]
+        assert assert_api_parity(api_oldest, path)
+        assert not assert_api_parity(api, path)
 
 
 def test_env_names_follow_the_version() -> None:

@@ -131,12 +131,14 @@ def test_only_the_keys_the_file_sets_are_walked(monkeypatch) -> None:
 def test_tolerations_the_api_server_refuses() -> None:
     """A role's and the migration Jobs' tolerations: what the API server's ValidateTolerations refuses
     (an operator or effect it does not know, an empty key without Exists, a value with Exists,
-    tolerationSeconds without NoExecute) the schema refuses first, at the entry's key path."""
+    tolerationSeconds without NoExecute, a key that is not a qualified name, a value that is not a
+    label value) the schema refuses first, at the entry's key path."""
     for where in ("handlers:\n  job:\n    tolerations: ", "migration:\n  tolerations: "):
         path = "handlers.job.tolerations[0]" if where.startswith("handlers") else "migration.tolerations[0]"
         for bad, key in (("{key: a, operator: Foo}", ".operator"), ("{key: a, effect: Sometimes}", ".effect"),
                          ("{operator: Equal, value: x}", ".operator"), ("{value: x}", ""),
-                         ("{key: a, operator: Exists, value: x}", ".value"), ("{key: a, tolerationSeconds: 5}", "")):
+                         ("{key: a, operator: Exists, value: x}", ".value"), ("{key: a, tolerationSeconds: 5}", ""),
+                         ("{key: 'bad key', operator: Exists}", ".key"), ("{key: a, value: 'not a value!'}", ".value")):
             assert [p for _, _, p in _errors(f"{where}[{bad}]\n")] == [path + key], bad
         for good in ("{key: a}", "{operator: Exists}", "{key: a, operator: Exists, effect: NoSchedule}",
                      "{key: a, operator: Equal, value: x, effect: NoExecute, tolerationSeconds: 5}"):
