@@ -57,6 +57,44 @@ def test_unbudgeted_stage_and_slow_scenarios_are_shown(tmp_path, capsys):
     assert "scenario test_16a" in out and "test_1 " not in out
 
 
+def _scenarios(tmp_path: Path, entries: dict) -> Path:
+    path = tmp_path / "kind-scenarios.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def test_a_scenario_far_over_its_own_budget_fails_the_run(tmp_path, capsys):
+    name = "test_22e_galaxy_k8s_upgrade_25_1_to_26_1_with_jobs_in_flight"
+    limit = budget.SCENARIO_BUDGETS[name]
+    scenarios = _scenarios(tmp_path, {name: {"passed": True, "seconds": limit * 1.6}})
+    assert budget.main(["budget.py", str(_stages(tmp_path, venv=20)), str(scenarios)]) == 1
+    out = capsys.readouterr().out
+    assert f"scenario {name}" in out.splitlines()[1] and "FAILS the run" in out
+
+
+def test_a_scenario_over_but_within_the_ratio_a_failed_attempt_or_one_without_a_budget_only_report(tmp_path, capsys):
+    name = "test_16b_galaxy_helm_pattern_gating_off"
+    limit = budget.SCENARIO_BUDGETS[name]
+    scenarios = _scenarios(tmp_path, {
+        name: {"passed": True, "seconds": limit * 1.4},
+        f"{name} (failed attempt 1)": {"passed": False, "seconds": limit * 3},
+        "test_99_new_scenario": {"passed": True, "seconds": budget.SCENARIO_BUDGET * 3},
+    })
+    assert budget.main(["budget.py", str(_stages(tmp_path, venv=20)), str(scenarios)]) == 0
+    out = capsys.readouterr().out
+    assert "FAILS" not in out and out.count("over by") == 3
+
+
+def test_every_kind_scenario_has_a_budget_of_its_own():
+    """One place: a scenario added to tests/kind gets its line in SCENARIO_BUDGETS."""
+    import re
+    names = {m for f in (ROOT / "tests" / "kind" / "scenarios").glob("test_*.py")
+             for m in re.findall(r"^def (test_\w+)\(", f.read_text(), re.M)}
+    assert names and len(names) >= 70
+    budgeted = {k.partition("[")[0] for k in budget.SCENARIO_BUDGETS}
+    assert names <= budgeted, sorted(names - budgeted)
+
+
 def test_a_stage_run_twice_keeps_its_last_time():
     assert budget.read_stages("kind-up 30 0\nkind-up 12 0\nbroken line\n") == {"kind-up": (12.0, 0)}
 
@@ -80,7 +118,7 @@ def test_markdown_has_every_stage_and_scenario_slowest_first(tmp_path):
     text = out.read_text()
     assert f"| test-kind-main | check | {budget.BUDGETS['test-kind-main'][0]} | 1500 |" in text and "| venv |" in text
     assert text.index("test_slow") < text.index("test_fast")
-    assert "| test_slow | 400 (failed) | rollout 300; install 90 |" in text
+    assert f"| test_slow | 400 (failed) | {budget.SCENARIO_BUDGET} | rollout 300; install 90 |" in text
     assert "did not run" not in text
 
 
@@ -147,8 +185,9 @@ def test_markdown_with_cpu_has_a_cpu_column(tmp_path):
     assert budget.main(["budget.py", str(_stages(tmp_path, test_cpu=100)), str(scen), "--markdown", str(md),
                         "--cpu", str(_cpu_samples(tmp_path))]) == 0
     text = md.read_text()
-    assert "| scenario | seconds (budget 300) | pods' CPU-s | longest phases (s) |" in text
-    assert "| test_16b_galaxy_helm_pattern_gating_off | 500 | 30 | crash loop 169 |" in text
+    assert "| scenario | seconds | budget | pods' CPU-s | longest phases (s) |" in text
+    limit = budget.SCENARIO_BUDGETS["test_16b_galaxy_helm_pattern_gating_off"]
+    assert f"| test_16b_galaxy_helm_pattern_gating_off | 500 | {limit} | 30 | crash loop 169 |" in text
     assert "jh-gxk8s 15 CPU-s" in text
     assert budget.main(["budget.py", str(_stages(tmp_path, test_cpu=100)), "--cpu"]) == 2
 
