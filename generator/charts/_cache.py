@@ -2,7 +2,7 @@
 values.schema.json and lifecycle.yaml (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:f1596898-34051:ef16f567-139413:9cbadbe4-45490'
+CHART_KEY = 'crc32:f1596898-34051:19501561-162324:9cbadbe4-45490'
 DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain'], 'postMigrate': None}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'resources': {}, 'postDeploy': {'hookWeight': 5, 'gitOps': None, 'env': [], 'waitForRollout': {'timeoutSeconds': None, 'intervalSeconds': 2, 'image': None, 'command': None}}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 5, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': [], 'apiServer': {'to': [], 'ports': [{'port': 443, 'protocol': 'TCP'}, {'port': 6443, 'protocol': 'TCP'}]}}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'kindSwitch': {'allowOverlap': False}, 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'autoscaling': {'hpa': {'enabled': False, 'minReplicas': 1, 'maxReplicas': 4, 'metrics': [], 'behavior': {}}, 'keda': {'enabled': False, 'minReplicaCount': 1, 'maxReplicaCount': 4, 'pollingInterval': 30, 'cooldownPeriod': 300, 'triggers': [], 'advanced': {}}}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}, 'scaleIn': {'preferIdle': {'enabled': False, 'busyPath': 'busy', 'busyCommand': [], 'periodSeconds': 5, 'busyCost': None, 'idleCost': None, 'image': '', 'resources': {}}}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'kindSwitch': {'allowOverlap': False}, 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'autoscaling': {'hpa': {'enabled': False, 'minReplicas': 1, 'maxReplicas': 4, 'metrics': [], 'behavior': {}}, 'keda': {'enabled': False, 'minReplicaCount': 1, 'maxReplicaCount': 4, 'pollingInterval': 30, 'cooldownPeriod': 300, 'triggers': [], 'advanced': {}}}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}, 'scaleIn': {'preferIdle': {'enabled': False, 'busyPath': 'busy', 'busyCommand': [], 'periodSeconds': 5, 'busyCost': None, 'idleCost': None, 'image': '', 'resources': {}}}}}}
 LIFECYCLE = {'kubeVersions': {'default': '1.37', 'matrix': ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']}, 'gates': {'seccompField': {'minKubeVersion': '1.19', 'stage': 'GA', 'below': 'the seccompProfile field is unknown; the pod gets the seccomp annotation instead'}, 'spread': {'minKubeVersion': '1.18', 'featureGate': 'EvenPodsSpread', 'kep': 'KEP-895', 'stage': 'beta, on by default', 'below': 'topologySpreadConstraints are dropped by the API server; not rendered'}, 'pdbPolicyV1': {'minKubeVersion': '1.21', 'stage': 'GA (policy/v1)', 'below': 'policy/v1beta1'}, 'namespaceNameLabel': {'minKubeVersion': '1.21', 'featureGate': 'NamespaceDefaultLabelName', 'kep': 'KEP-2161', 'stage': 'beta, on by default (GA 1.22)', 'below': 'namespaces have no kubernetes.io/metadata.name label; the default DNS peer of networkPolicy selects the kube-dns pods of any namespace'}, 'projectedServiceAccountToken': {'minKubeVersion': '1.21', 'featureGate': 'RootCAConfigMap', 'kep': 'KEP-1205', 'stage': 'GA (TokenRequestProjection GA 1.20, the kube-root-ca.crt ConfigMap GA 1.21)', 'below': "the post-deploy Job's ServiceAccount token is automounted into every container of its pod (JH038)"}, 'grpcProbe': {'minKubeVersion': '1.24', 'featureGate': 'GRPCContainerProbe', 'kep': 'KEP-2727', 'stage': 'beta, on by default (GA 1.27)', 'below': 'the API server drops the grpc handler and the container has no probe; the chart refuses it (JH015)'}, 'probeGrace': {'minKubeVersion': '1.25', 'featureGate': 'ProbeTerminationGracePeriod', 'kep': 'KEP-2238', 'stage': 'beta, on by default (GA 1.28)', 'below': 'the probe-level terminationGracePeriodSeconds is dropped; not rendered (JH008)'}, 'spreadMatchLabelKeys': {'minKubeVersion': '1.27', 'featureGate': 'MatchLabelKeysInPodTopologySpread', 'kep': 'KEP-3243', 'stage': 'beta, on by default', 'below': "each rollout's pods are spread together with the old ones; not rendered"}, 'pdbUnhealthyPodEvictionPolicy': {'minKubeVersion': '1.27', 'featureGate': 'PDBUnhealthyPodEvictionPolicy', 'kep': 'KEP-3017', 'stage': 'beta, on by default (GA 1.31)', 'below': 'not rendered; drains wait on not-Ready pods (JH029)'}, 'podIndexLabel': {'minKubeVersion': '1.28', 'featureGate': 'PodIndexLabel', 'kep': 'KEP-4017', 'stage': 'beta, on by default (GA 1.32)', 'below': 'no apps.kubernetes.io/pod-index label, so no JOBHANDLERS_ORDINAL (JH025)'}, 'nativeSidecars': {'minKubeVersion': '1.29', 'featureGate': 'SidecarContainers', 'kep': 'KEP-753', 'stage': 'beta, on by default (GA 1.33)', 'below': 'sidecars are regular containers; refused in the migration Job (JH016), late in handlers (JH017)'}, 'jobPodReplacementPolicy': {'minKubeVersion': '1.29', 'featureGate': 'JobPodReplacementPolicy', 'kep': 'KEP-3939', 'stage': 'beta, on by default (GA 1.34)', 'below': 'not rendered; a replacement migrate pod may start while the old one terminates (JH030)'}, 'nativeSleep': {'minKubeVersion': '1.30', 'featureGate': 'PodLifecycleSleepAction', 'kep': 'KEP-3960', 'stage': 'beta, on by default (GA 1.34)', 'below': 'the preStop is exec sleep (needs sleep in the image); a user sleep action is refused (JH031)'}, 'sleepZero': {'minKubeVersion': '1.33', 'featureGate': 'PodLifecycleSleepActionAllowZero', 'kep': 'KEP-4818', 'stage': 'beta, on by default (GA 1.34)', 'below': 'a 0-second sleep action is rejected by the API server (JH031)'}, 'relaxedEnvVarNames': {'minKubeVersion': '1.32', 'featureGate': 'RelaxedEnvironmentVariableValidation', 'kep': 'KEP-4369', 'stage': 'beta, on by default (GA 1.34)', 'below': "env names and envFrom prefixes must be C-identifier-like (letters, digits, '_', '-', '.'; no leading digit); refused (JH050)"}, 'stopSignal': {'minKubeVersion': '1.33', 'featureGate': 'ContainerStopSignals', 'kep': 'KEP-4960', 'stage': 'alpha, off by default (drain.stopSignalFeatureGate declares it on)', 'below': "the kubelet sends the image's STOPSIGNAL; refused (JH019)"}, 'statefulSetMaxUnavailable': {'minKubeVersion': '1.37', 'featureGate': 'MaxUnavailableStatefulSet', 'kep': 'KEP-961', 'stage': 'beta, on by default (alpha 1.24, beta off by default 1.35)', 'below': 'rollingUpdate.maxUnavailable is dropped and the StatefulSet rolls one pod at a time (JH024)'}, 'hpaBehavior': {'minKubeVersion': '1.18', 'featureGate': 'HPAConfigurableBehavior (no gate; autoscaling/v2beta2 field)', 'kep': 'KEP-853', 'stage': 'beta (autoscaling/v2beta2)', 'below': 'the HPA has no behavior field; it scales down by its built-in rule (JH058 warns)'}, 'hpaV2': {'minKubeVersion': '1.23', 'stage': 'GA (autoscaling/v2)', 'below': 'autoscaling/v2beta2'}, 'podDeletionCostPolicy': {'minKubeVersion': '1.30', 'featureGate': 'ValidatingAdmissionPolicy', 'kep': "KEP-3488 (the pod's name in a pod-bound token's user extra, authentication.kubernetes.io/pod-name, predates it)", 'stage': 'GA (admissionregistration.k8s.io/v1; beta off by default 1.28-1.29)', 'below': "no ValidatingAdmissionPolicy; a preferIdle role's token may patch every pod of the namespace (JH070)"}, 'mutatingAdmissionPolicy': {'minKubeVersion': '1.36', 'featureGate': 'MutatingAdmissionPolicy', 'kep': 'KEP-3962', 'stage': 'GA (admissionregistration.k8s.io/v1; alpha 1.32, beta off by default 1.34)', 'below': "no MutatingAdmissionPolicy; launched pods must meet the namespace's Pod Security level by themselves (JH047)"}}, 'probe': {'kinds': ['readiness', 'liveness', 'startup'], 'handlerKinds': ['exec', 'httpGet', 'tcpSocket', 'grpc', 'heartbeat'], 'defaults': {'periodSeconds': 10, 'failureThreshold': 3, 'timeoutSeconds': 1, 'successThreshold': 1, 'initialDelaySeconds': 0}}, 'drain': {'modes': ['marker', 'signal', 'command', 'none'], 'fallback': {'mode': 'marker', 'signal': 'TSTP', 'preStopSeconds': 10, 'nativeSleep': True, 'waitForExit': False}}, 'workloadKinds': ['Deployment', 'StatefulSet'], 'launcher': {'tokenExpirationSeconds': 3607, 'tokenPath': '/var/run/secrets/kubernetes.io/serviceaccount', 'defaultRules': [{'apiGroups': ['batch'], 'resources': ['jobs'], 'verbs': ['create', 'get', 'list', 'watch', 'patch', 'delete']}, {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get', 'list', 'watch']}, {'apiGroups': [''], 'resources': ['pods/log'], 'verbs': ['get']}], 'levels': ['privileged', 'baseline', 'restricted']}, 'autoscaling': {'hpaSyncPeriodSeconds': 15, 'minStabilizationWindowSeconds': 300, 'maxPolicyPeriodSeconds': 1800, 'maxStabilizationWindowSeconds': 3600}, 'scaleIn': {'annotation': 'controller.kubernetes.io/pod-deletion-cost', 'container': 'deletion-cost', 'busyCost': 1000, 'idleCost': 0, 'rules': [{'apiGroups': [''], 'resources': ['pods'], 'verbs': ['patch']}]}, 'upgrades': {'0.3.0': {'recreated': [], 'rolls': [], 'examples': {'autoscaled.yaml': {'changes': ['+ServiceAccount/job', '+Role/job-deletion-cost', '+RoleBinding/job-deletion-cost', '+ValidatingAdmissionPolicy/job-deletion-cost', '+ValidatingAdmissionPolicyBinding/job-deletion-cost'], 'why': "the example turned on `scaleIn.preferIdle`: the job role gets a ServiceAccount of its own, a Role that may patch pods with its RoleBinding and, from 1.30, the cluster-scoped ValidatingAdmissionPolicy (named after the namespace) that narrows the token to its own pod's deletion cost"}}}, '0.2.0': {'recreated': [{'kind': 'Job', 'name': 'migration-*', 'why': "GitOps mode (`migration.useHelmHooks: false`): the plain migration Job carries a hash of its spec in its name, and 0.3.0 changes the spec (the wait loops exit on SIGTERM, the chart's variables first, `podReplacementPolicy: Failed`, `defaultResources`), so helm deletes the finished 0.2.0 Job and creates the new one, which migrates once. In hook mode the hook Job keeps its name (`<fullname>-migration`, `before-hook-creation`)."}], 'rolls': [{'paths': ['spec.initContainers.wait-for-migrations.command*'], 'why': 'the wait loop exits on SIGTERM/SIGINT (a pod deleted while it waits stops at once)'}, {'paths': ['spec.initContainers.wait-for-migrations.env.*'], 'why': "every container that gets the user's env gets the chart's variables first (JOBHANDLERS_STATE_DIR, HEARTBEAT_INTERVAL_SECONDS, DRAIN_DEADLINE_SECONDS; JH026)"}, {'paths': ['spec.initContainers.*.resources*', 'spec.containers.*.resources*'], 'why': '`defaultResources`: a chart-owned container, or a role with `resources: {}`, gets the default requests (10m CPU, 64Mi memory)'}, {'paths': ['spec.containers.*.startupProbe.exec.command*'], 'why': "the heartbeat startupProbe wants a beat newer than the container's PID 1, so a crashed handler's last beat cannot pass its restarted container's startupProbe"}, {'paths': ['spec.containers.*.readinessProbe.periodSeconds'], 'why': '`readiness.periodSeconds` defaults to 5 s (the heartbeat interval), not 2: each exec probe costs the node ~30 ms of CPU (`make bench-probes`, docs/benchmarks.md)'}], 'examples': {'django-celery.yaml': {'changes': ['-Deployment/job', '+StatefulSet/job', '+Service/job-pods', '-Deployment/web', '-Service/web', '-PodDisruptionBudget/web', '+Secret/database'], 'why': 'the example became real Celery: its workers are a StatefulSet (Celery node name celery@<pod>; helm deletes the Deployment and creates the StatefulSet with its headless Service, so for a while both run: issue 35, item 3; the chart refuses that one-step switch while the Deployment runs, JH061, and the upgrade test acknowledges it with `kindSwitch.allowOverlap: true`), it has no web role, and its database URL comes from `database.password` instead of an existing Secret'}, 'galaxy.yaml': {'changes': ['-Deployment/job', '+StatefulSet/job', '+Service/job-pods', '-Deployment/workflow', '+StatefulSet/workflow', '+Service/workflow-pods', '+Secret/database'], 'why': "the example became real Galaxy 26.1.2 (the 0.2.0 galaxy.yaml, the Galaxy-shaped reference workload, is long-jobs.yaml now): the job and workflow handlers are StatefulSets whose pod name is Galaxy's server name, and its database URL comes from `database.password`. Not an upgrade of one app: a user of the 0.2.0 file upgrades with long-jobs.yaml"}, 'openwhisk.yaml': {'changes': ['-Deployment/invoker', '+StatefulSet/invoker', '+Service/invoker-pods'], 'why': 'the invokers need stable ids (`kind: StatefulSet`): helm deletes the Deployment and creates the StatefulSet and its headless Service'}}}}, 'deprecations': [], 'refusals': [{'since': '0.3.0', 'cluster': 'accepted', 'rules': ['JH025'], 'paths': ['handlers.*'], 'changelog': "`$(JOBHANDLERS_POD_NAME)` and `$(JOBHANDLERS_ORDINAL)` in a Deployment role's command, args or env are refused (JH025): Kubernetes left them literal", 'example': {'handlers': {'job': {'args': ['--name=$(JOBHANDLERS_POD_NAME)']}}}}, {'since': '0.3.0', 'cluster': 'accepted', 'rules': ['JHS001'], 'paths': ['readiness', 'liveness'], 'message': "deletes the chart's default", 'changelog': '`readiness: null` and `liveness: null` are refused: keys the chart needs may not be nulled', 'example': {'readiness': None, 'liveness': None}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JH028'], 'paths': ['image.tag'], 'changelog': '`image.tag` must be a tag: a digest goes in `image.digest` (JH028)', 'example': {'image': {'tag': '1@sha256:abababababababababababababababababababababababababababababababab'}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JH050', 'JHS001'], 'paths': ['*env[*].name', '*envFrom[*].prefix'], 'message': 'does not match|refuses this variable name', 'changelog': 'environment variable names the API server refuses are refused (JH050, values.schema.json)', 'example': {'env': [{'name': 'A=B', 'value': 'x'}]}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['nameOverride', 'fullnameOverride', 'priorityClassName', '*.priorityClassName', 'database.existingSecret', 'serviceAccount.name'], 'message': 'does not match', 'changelog': '`nameOverride`/`fullnameOverride` must be DNS-1123 labels, `priorityClassName`, `database.existingSecret` and `serviceAccount.name` DNS-1123 names', 'example': {'nameOverride': 'Not_A_Name'}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*replicas', '*Seconds', '*Threshold', '*maxSurge', '*maxUnavailable', '*port', '*.ports[*].port'], 'message': 'maximum of 2147483647', 'changelog': 'numbers the API server stores as int32 (replicas, probe fields, PDB and rollout counts, ports) are at most 2147483647', 'example': {'handlers': {'job': {'replicas': 3000000000}}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*podLabels*', '*podAnnotations*', '*annotations*'], 'message': 'does not match', 'changelog': 'label and annotation keys and label values must be ones the API server takes', 'example': {'handlers': {'web': {'podLabels': {'team': 'not a label value!'}}}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*extraVolumes[*].name', '*extraVolumeMounts[*].name', '*.volumes[*].name', '*volumeMounts[*].name'], 'message': 'does not match', 'changelog': 'volume names must be DNS-1123 labels', 'example': {'handlers': {'web': {'extraVolumes': [{'name': 'Bad_Vol', 'emptyDir': {}}], 'extraVolumeMounts': [{'name': 'Bad_Vol', 'mountPath': '/x'}]}}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*resources.requests*', '*resources.limits*'], 'message': 'does not match|unknown key', 'changelog': 'resource names and quantities must be ones the API server takes', 'example': {'handlers': {'web': {'resources': {'requests': {'bad name': 1}}}}}}, {'since': '0.4.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*tolerations[*]*'], 'changelog': '`handlers.<role>.tolerations` and `migration.tolerations` entries are checked as the API server checks them', 'example': {'handlers': {'web': {'tolerations': [{'key': 'a', 'operator': 'Foo'}]}}}}, {'since': '0.4.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*affinity*', '*topologySpreadConstraints*'], 'changelog': '`handlers.<role>.affinity`, `migration.affinity` and `handlers.<role>.topologySpreadConstraints` are checked as the API server checks them', 'example': {'handlers': {'web': {'affinity': {'podAntiAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': [{'labelSelector': {'matchLabels': {'app': 'a'}}}]}}}}}}], 'rules': {'JH001': {'severity': 'error', 'chart': True, 'title': 'grace period below the computed drain time', 'when': 'explicit `handlers.<role>.terminationGracePeriodSeconds` < ceil(maxJobRuntimeSeconds × runtimeMultiplier) + bufferSeconds + preStopSeconds', 'fix': 'Remove it (the chart computes it) or raise it to the computed value'}, 'JH002': {'severity': 'error', 'chart': False, 'title': 'probe windows too close', 'when': '`liveness.maxAgeSeconds` < 3 × `readiness.maxAgeSeconds`, or `readiness.maxAgeSeconds` < 3 × `heartbeat.intervalSeconds`; for probes set per role (any handler), the liveness window (periodSeconds × failureThreshold, + maxAge for heartbeats) < 3 × the readiness window', 'fix': 'Widen the larger window to ≥ 3× the smaller one'}, 'JH003': {'severity': 'error', 'chart': False, 'title': 'handlers stop waiting before the migration may end', 'when': '`waitForMigrations.timeoutSeconds` < `migration.activeDeadlineSeconds` + `migration.waitForDatabase.timeoutSeconds` (handlers would give up while the migration may still legitimately run)', 'fix': 'Raise `waitForMigrations.timeoutSeconds` to at least the sum'}, 'JH004': {'severity': 'error', 'chart': True, 'title': 'hook mode with a database the release creates', 'when': 'hook mode with `database.createdByRelease: true` (a pre-install hook cannot reach a database the release creates)', 'fix': 'Create the database outside the release, or `migration.useHelmHooks: false`'}, 'JH005': {'severity': 'error', 'chart': True, 'title': 'hook mode with a Secret that is not a hook', 'when': 'hook mode, no `database.existingSecret`, `database.secretIsHook: false` (the hook pod waits for a Secret helm creates after the hooks)', 'fix': 'Keep `secretIsHook: true` (default) or use `existingSecret`'}, 'JH006': {'severity': 'error', 'chart': False, 'title': 'plain migration Job with a fixed name', 'when': '`migration.useHelmHooks: false` with `migration.jobNameSuffix` ≠ `hash` (an immutable Job template breaks every upgrade)', 'fix': '`jobNameSuffix: hash`'}, 'JH007': {'severity': 'error', 'chart': True, 'title': 'startupProbe forced without the feature gate', 'when': '`startupProbe.force` below `startupProbe.minKubeVersion` (vs `--kube-version`) without `startupProbe.featureGateEnabled` (the API server silently drops the probe)', 'fix': 'Enable and declare the feature gate, or drop `force`'}, 'JH008': {'severity': 'error', 'chart': False, 'title': 'probe-level grace below Kubernetes 1.25', 'when': 'the file sets `liveness.terminationGracePeriodSeconds` and `--kube-version` < 1.25 (the field is dropped there)', 'fix': 'Target ≥ 1.25 or set it to `null`'}, 'JH009': {'severity': 'error', 'chart': False, 'title': 'image tag latest or unset', 'when': '`image.tag` empty, null or `latest`', 'fix': 'Pin a release tag'}, 'JH010': {'severity': 'warning', 'chart': False, 'title': 'job handler without resource requests', 'when': 'an enabled role without a port (a job handler) without `resources.requests`', 'fix': 'Set cpu and memory requests'}, 'JH011': {'severity': 'error', 'chart': False, 'title': 'probe-level grace used up by the preStop sleep', 'when': 'on ≥ 1.25, `liveness.terminationGracePeriodSeconds` ≤ `drain.preStopSeconds` (a liveness restart runs preStop first; its sleep uses the whole probe grace and the wedged handler is SIGKILLed before SIGTERM — seen in kind scenario 3c)', 'fix': 'Set it to at least `preStopSeconds + 5`'}, 'JH012': {'severity': 'warning', 'chart': False, 'title': 'no time left to requeue after the drain deadline', 'when': "`drain.bufferSeconds` < 4: `DRAIN_DEADLINE_SECONDS` (grace − preStop − buffer/2) leaves under 2 s before SIGKILL to hand unfinished jobs back (seen in the kind benchmark's naive variant: SIGKILL, jobs rerun only after lease expiry)", 'fix': 'Set `drain.bufferSeconds` to at least 4'}, 'JH013': {'severity': 'warning', 'chart': False, 'title': 'exec probe timeout unrealistic for its command', 'when': "an exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with `timeoutSeconds` < 5, or an exec probe's timeout is not below its period", 'fix': '`timeoutSeconds` ≥ 5, period above the timeout'}, 'JH014': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in a probe command', 'when': "an exec probe's command contains `$(VAR)`: Kubernetes expands it only in container command/args, the probe gets it literally", 'fix': '`["sh", "-c", "… $VAR …"]`'}, 'JH015': {'severity': 'error', 'chart': True, 'title': 'grpc probe below Kubernetes 1.24', 'when': 'a `grpc` probe with `--kube-version` < 1.24 (the API server drops it)', 'fix': 'HttpGet/tcpSocket/exec, or ≥ 1.24'}, 'JH016': {'severity': 'error', 'chart': True, 'title': 'sidecar in the migration Job without native sidecars', 'when': 'sidecars in the migration Job (`migration: true`, `migration.sidecars`) below 1.29: a regular sidecar keeps the Job from completing', 'fix': '≥ 1.29, or no sidecar in the Job'}, 'JH017': {'severity': 'warning', 'chart': False, 'title': 'sidecars start after wait-for-migrations below 1.29', 'when': 'sidecars below 1.29: regular containers start after `wait-for-migrations` (a proxy cannot serve the wait) and stop with the handler', 'fix': 'Reach the database directly, or ≥ 1.29'}, 'JH018': {'severity': 'warning', 'chart': False, 'title': 'security context leaves Pod Security restricted', 'when': "a role's merged security contexts leave unset a field Pod Security `restricted` requires (runAsNonRoot, a seccompProfile type, `allowPrivilegeEscalation: false`, `capabilities.drop: [ALL]`), e.g. a `null` over the chart's default; a value `restricted` forbids is JH073's, named at its key", 'fix': 'Keep the defaults, or label the namespace'}, 'JH019': {'severity': 'error', 'chart': True, 'title': 'stopSignal where the cluster cannot honour it', 'when': '`drain.stopSignal` below 1.33 or without `drain.stopSignalFeatureGate`', 'fix': '`drain.mode: signal`, `STOPSIGNAL` in the image, or declare the gate'}, 'JH020': {'severity': 'error', 'chart': True, 'title': 'drain adapter without what it needs', 'when': '`drain.mode: marker` for a role without a command, or `mode: command` without `drain.command`', 'fix': 'Set the command, or pick the mode the app supports'}, 'JH021': {'severity': 'warning', 'chart': False, 'title': 'grace beyond what the platform honours', 'when': "with `--platform NAME[=SECONDS]` (repeatable) or the values key `platforms`: a role's grace exceeds what that platform honours — `cluster-autoscaler` 600 s (`--max-graceful-termination-sec`), `gke-upgrade` 3600 s, `eks-upgrade` 900 s, `aks-upgrade` 1800 s (`drainTimeoutInMinutes`), `karpenter=SECONDS` (NodePool `terminationGracePeriod`), `aws-spot` 120 s, `gcp-spot` 15 s, `azure-spot` 30 s (sources in `generator/platforms.py`)", 'fix': '`handlers.<role>.safeToEvict: false` (autoscaler, Karpenter), shorter or checkpointed jobs, or a raised limit'}, 'JH022': {'severity': 'error', 'chart': True, 'title': 'rollback downgrade that cannot run', 'when': '`migration.onRollback: downgrade` without `commands.downgrade`, or without helm hooks', 'fix': 'Set the command and keep hook mode, or `onRollback: none`'}, 'JH023': {'severity': 'error', 'chart': True, 'title': 'workload-kind keys that do not combine', 'when': 'workload-kind keys that do not combine: `podManagementPolicy` / `updateStrategy` on a Deployment role, or `strategy` set on a `kind: StatefulSet` role (a StatefulSet never surges a second pod with one identity)', 'fix': "`kind: StatefulSet`, or the keys of the role's kind"}, 'JH024': {'severity': 'warning', 'chart': False, 'title': 'StatefulSet maxUnavailable the cluster drops', 'when': '`updateStrategy.rollingUpdate.maxUnavailable` on a StatefulSet role below 1.37 (MaxUnavailableStatefulSet off by default: the field is dropped, one pod at a time)', 'fix': 'Expect replicas × the drain time per rollout, or target ≥ 1.37'}, 'JH025': {'severity': 'error', 'chart': True, 'title': 'identity variables where the chart does not render them', 'when': "`$(JOBHANDLERS_POD_NAME)` / `$(JOBHANDLERS_ORDINAL)` in a role's command, args or env where the chart does not render them (not a StatefulSet; the ordinal below 1.28)", 'fix': '`kind: StatefulSet`; below 1.28 use `$(JOBHANDLERS_POD_NAME)`'}, 'JH026': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in env that a container does not define', 'when': "an env value (chart-wide `env`, `handlers.<role>.env`, `migration.env`, or an extra init container's or sidecar's own) refers to `$(NAME)` that a container it is copied into does not define above it — the chart's variables per container (below) plus the entries above it; with `envFrom`, only the chart's own names are judged; service-link names are skipped. Kubernetes leaves it literal there (seen live: a worker's settings opened `…/$(JOBHANDLERS_STATE_DIR)/worker-heartbeat.log`)", 'fix': 'Define the name above it, move the entry to `handlers.<role>.env` (role variables), or escape it as `$$(NAME)`'}, 'JH028': {'severity': 'error', 'chart': True, 'title': 'image.tag is not a tag', 'when': '`image.tag` holds a digest (`1@sha256:…`) or characters a tag cannot have (the tag is also the `app.kubernetes.io/version` label)', 'fix': 'Move the digest to `image.digest`; keep the tag a plain tag'}, 'JH029': {'severity': 'warning', 'chart': False, 'title': 'unhealthyPodEvictionPolicy below Kubernetes 1.27', 'when': 'the file sets `pdb.unhealthyPodEvictionPolicy` or `handlers.<role>.pdb.unhealthyPodEvictionPolicy` to `AlwaysAllow` and `--kube-version` < 1.27 (not rendered there: a drain hangs on a role whose pods run but are not Ready)', 'fix': '≥ 1.27, or undrain the role before draining nodes'}, 'JH030': {'severity': 'warning', 'chart': False, 'title': 'migration podReplacementPolicy below Kubernetes 1.29', 'when': 'the file sets `migration.podReplacementPolicy: Failed` and `--kube-version` < 1.29 (not rendered there: a replacement migrate pod may start while the previous one terminates)', 'fix': 'Keep `commands.migrate` safe when two run at once, or ≥ 1.29'}, 'JH031': {'severity': 'error', 'chart': True, 'title': 'sleep action the cluster rejects in a user container', 'when': 'a sidecar or extra init container (chart-wide, role, migration) has a lifecycle `sleep` action below 1.30, or a 0-second one below 1.33 (the API server rejects the pod)', 'fix': 'Drop a 0-second hook, `exec` sleep below 1.30, or a newer Kubernetes'}, 'JH032': {'severity': 'error', 'chart': False, 'title': 'resource requests above limits', 'when': "a chart-owned container's requests exceed its limits (its own `resources`, else `defaultResources`; e.g. the chart's default request merged with your lower limit)", 'fix': 'Set the request too (at most the limit), or null it'}, 'JH035': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase without acceptAhead', 'when': '`commands.postMigrate` (pre- and post-deploy migrations) with `waitForMigrations.acceptAhead: false`: between the phases the schema is ahead of the previous image, whose pods must keep running and may restart', 'fix': 'Set `waitForMigrations.acceptAhead: true` (one release before the first split upgrade too); keep pre-deploy migrations expand-only'}, 'JH036': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase in GitOps mode without guidance', 'when': '`commands.postMigrate` with `migration.useHelmHooks: false` and no `migration.postDeploy.gitOps` (`argocd`: a PostSync hook; `plain`: a Job that waits by itself)', 'fix': 'Set `migration.postDeploy.gitOps`, or use hook mode (a Flux HelmRelease runs helm hooks)'}, 'JH037': {'severity': 'error', 'chart': True, 'title': 'post-deploy wait shorter than the longest drain', 'when': '`migration.postDeploy.waitForRollout.timeoutSeconds` below the longest role grace: the Job gives up while old pods legitimately drain, and the contract migration never runs', 'fix': 'Remove it (default, the longest grace + `waitForMigrations.timeoutSeconds`) or raise it'}, 'JH038': {'severity': 'warning', 'chart': False, 'title': 'post-deploy API token automounted below Kubernetes 1.21', 'when': '`commands.postMigrate` with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the post-deploy pod automounts its ServiceAccount token into every container', 'fix': 'Accept it (the Role allows `list` on pods only) or target Kubernetes >= 1.21'}, 'JH041': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without database egress', 'when': '`networkPolicy.enabled` and neither `networkPolicy.database.to` nor `networkPolicy.extraEgress` is given: the handlers, wait-for-migrations, the migration Job and the helm test could not reach the database', 'fix': "Set `networkPolicy.database.to` to the database's peers (an `ipBlock.cidr` for a database outside the cluster, or a `podSelector`/`namespaceSelector`), or give `networkPolicy.extraEgress` rules that reach it"}, 'JH042': {'severity': 'warning', 'chart': False, 'title': 'NetworkPolicy without DNS for a database host name', 'when': '`networkPolicy.enabled`, `networkPolicy.dns.enabled: false`, no `networkPolicy.extraEgress`, and `database.host` is a name, not an IP address: no chart pod can resolve it', 'fix': 'Keep `networkPolicy.dns.enabled: true` (set `networkPolicy.dns.to` for NodeLocal DNSCache or another resolver), or give an IP address or `extraEgress` to your resolver'}, 'JH043': {'severity': 'warning', 'chart': False, 'title': 'role port that no pod may reach under the NetworkPolicy', 'when': "`networkPolicy.enabled`, a role has a port, `networkPolicy.allowRelease: false`, and no `ingress.from` or `extraIngress` (chart-wide or the role's) lets anything in: its Service answers nobody, and `helm test` fails", 'fix': "Give the role's clients in `networkPolicy.ingress.from` / `handlers.<role>.networkPolicy.ingress.from`, or keep `networkPolicy.allowRelease: true`"}, 'JH044': {'severity': 'error', 'chart': True, 'title': 'launching role without RBAC rules', 'when': '`handlers.<role>.launcher.enabled` with `launcher.rules: []`: the role gets an API token that may do nothing, and every launch fails with 403', 'fix': 'Remove `rules` (null: the launcher default, batch Jobs and pods) or list the PolicyRules the app needs'}, 'JH045': {'severity': 'error', 'chart': True, 'title': 'launcher settings on a role that does not launch', 'when': '`handlers.<role>.launcher.rules`, `namespace` or `podSecurity.mutate` set while `launcher.enabled` is false: nothing is rendered for them', 'fix': 'Set `launcher.enabled: true`, or remove them'}, 'JH046': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without API server egress for a launching or preferIdle role', 'when': "`networkPolicy.enabled`, a launching role or one with `scaleIn.preferIdle`, and neither `networkPolicy.apiServer.to` nor `networkPolicy.extraEgress` nor the role's `networkPolicy.extraEgress`: the policy denies every call to the API server, so nothing is launched or adopted, or idle pods do not go first", 'fix': "Set `networkPolicy.apiServer.to` to the API server's endpoint addresses (`kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes`), and `ports` to their port"}, 'JH047': {'severity': 'error', 'chart': True, 'title': "launched pods that the namespace's Pod Security refuses", 'when': '`launcher.podSecurity.podsMeet` is below `launcher.podSecurity.enforce` and no MutatingAdmissionPolicy lifts them (`mutate: true` only lifts to restricted, from Kubernetes 1.36, with a `podSelector`): the Job controller cannot create the pods and every launched job fails', 'fix': "Launch into a namespace labelled with the level the pods meet (`launcher.namespace`, `enforce: baseline`), or on ≥ 1.36 `podSecurity.mutate: true` with the launched pods' `podSelector`"}, 'JH048': {'severity': 'warning', 'chart': False, 'title': "launching role's grace sized for the launched work", 'when': "`handlers.<role>.maxJobRuntimeSeconds` ≥ `launcher.maxJobRuntimeSeconds`: the launched jobs run outside the pod and outlive it, so the grace only has to cover the launcher's own shutdown (its longest in-pod step: a launch, collecting outputs); a grace sized for the jobs holds rollouts, drains and autoscalers for nothing", 'fix': "Set `handlers.<role>.maxJobRuntimeSeconds` to the launcher's longest in-pod step (seconds to a few minutes)"}, 'JH049': {'severity': 'warning', 'chart': False, 'title': 'launcher API token automounted below Kubernetes 1.21', 'when': "a launching role with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the ServiceAccount token is automounted into every container of the role's pods, init containers and sidecars included", 'fix': "Accept it (the Role's rules bound what it may do) or target Kubernetes ≥ 1.21"}, 'JH050': {'severity': 'error', 'chart': True, 'title': 'environment variable name the API server refuses', 'when': "an `env[].name` or `envFrom[].prefix` (chart-wide, a role's, the migration's, or in a sidecar or init container) the target version's API server refuses: below Kubernetes 1.32 anything but letters, digits, `_`, `-` and `.` with no leading digit (or `.`, `..`, `..`-prefixed); from 1.32 (RelaxedEnvironmentVariableValidation, KEP-4369) `=` or a character outside printable ASCII", 'fix': 'Rename it to letters, digits and `_` (valid on every version)'}, 'JH051': {'severity': 'error', 'chart': False, 'title': 'NetworkPolicy ipBlock the API server refuses', 'when': "an `ipBlock` in a NetworkPolicy peer list (`networkPolicy.database.to`, `dns.to`, `apiServer.to`, `ingress.from`, `extraEgress`, `extraIngress`, or a role's) whose `cidr` is not a CIDR (address/prefix) or has an `except` entry that is not a strict subset of it; from Kubernetes 1.36 (StrictIPCIDRValidation, KEP-4858) also one with bits set beyond its prefix length, leading zeros or an IPv4-mapped IPv6 address", 'fix': 'Give the network address with its prefix, e.g. `10.0.0.0/24` or `10.0.0.5/32`, and `except` entries inside it'}, 'JH052': {'severity': 'error', 'chart': False, 'title': 'extended resource without an equal limit', 'when': "a resources block (`defaultResources`, a role's, `waitForMigrations`, `migration`, `helmTest`) requests an extended resource (e.g. `nvidia.com/gpu`) without a limit equal to the request: the API server refuses the container", 'fix': 'Give the extended resource the same request and limit'}, 'JH055': {'severity': 'error', 'chart': True, 'title': 'two autoscalers on one role', 'when': "`handlers.<role>.autoscaling.hpa.enabled` and `autoscaling.keda.enabled` both true: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas", 'fix': 'Keep one of them'}, 'JH056': {'severity': 'error', 'chart': False, 'title': 'replicas beside an autoscaler', 'when': "`handlers.<role>.replicas` set in the file on an autoscaled role: the chart leaves `replicas` out (so `helm upgrade` keeps the autoscaler's count), and the number would be silently ignored", 'fix': 'Remove `replicas`; set `minReplicas` (HPA) or `minReplicaCount` (KEDA)'}, 'JH057': {'severity': 'warning', 'chart': False, 'title': 'scale to zero without a drain', 'when': '`autoscaling.keda.minReplicaCount: 0` on a role with `drain.mode: none`: the trigger counts queued work, not work in flight, so the last pod is removed while it runs jobs and SIGTERM alone must finish them', 'fix': 'A drain adapter (`marker`, `signal`, `command`), or `minReplicaCount` ≥ 1'}, 'JH058': {'severity': 'warning', 'chart': False, 'title': 'scale-down window shorter than a poll, or behavior the cluster drops', 'when': "an autoscaled role's `behavior.scaleDown.stabilizationWindowSeconds` (HPA) or `advanced.horizontalPodAutoscalerConfig.behavior` (KEDA) is shorter than one poll of its metrics (15 s for the HPA, `pollingInterval` for KEDA): one noisy sample removes pods; or an HPA `behavior` below Kubernetes 1.18, which drops it", 'fix': 'Remove it (the chart derives one, README Autoscaling) or raise it to at least one poll'}, 'JH059': {'severity': 'warning', 'chart': False, 'title': 'queue-length trigger with prefetching consumers', 'when': "a KEDA `rabbitmq` trigger in `QueueLength` mode on a role with `drain.runtimeMultiplier` > 1 (consumers that prefetch): RabbitMQ's queue length leaves out delivered, unacknowledged messages, so KEDA scales in while every window is full", 'fix': "`mode: MessageRate`, a trigger on the app's own in-flight count, or no prefetch"}, 'JH061': {'severity': 'error', 'chart': True, 'lookup': True, 'title': 'workload kind switched while the old kind still runs', 'when': "`handlers.<role>.kind` is `<new kind>` while this release's `<old kind>` of the role still has replicas (spec or status) or pods: one `helm upgrade` deletes the `<old kind>` and creates the `<new kind>` in the same apply, so both kinds run at once for a while (the old pods drain their jobs in flight while the new ones start: two processes of the role, identities overlapping; 3–27 s in kind scenario 25b)", 'fix': 'Switch in two upgrades: 1. `handlers.<role>.kind: <old kind>` with `handlers.<role>.replicas: 0` (an autoscaled role with its autoscaler off), then wait until its pods are gone (`kubectl wait -n <namespace> --for=delete pod -l app.kubernetes.io/instance=<release>,app.kubernetes.io/component=<role> --timeout=30m`); 2. `handlers.<role>.kind: <new kind>` with its replicas. Or accept the overlap: `handlers.<role>.kindSwitch.allowOverlap: true`'}, 'JH070': {'severity': 'warning', 'chart': False, 'title': 'preferIdle token not narrowed below Kubernetes 1.30', 'when': "`handlers.<role>.scaleIn.preferIdle.enabled` with `--kube-version` < 1.30: no ValidatingAdmissionPolicy (GA 1.30, KEP-3488) to match the token's pod name, so the role's token may patch every pod of the namespace, not only its own pod's deletion cost; below 1.21 it is also automounted into every container of the pod", 'fix': 'Accept it (RBAC still allows `patch` on pods only) or target Kubernetes ≥ 1.30'}, 'JH071': {'severity': 'error', 'chart': True, 'title': 'preferIdle on a StatefulSet role', 'when': '`handlers.<role>.scaleIn.preferIdle.enabled` on a role with `kind: StatefulSet`: a StatefulSet always removes its highest ordinal and ignores `controller.kubernetes.io/pod-deletion-cost` (ReplicaSets only), so the container, token and RBAC would cost without effect', 'fix': "Turn preferIdle off (the drain still finishes the removed pod's jobs), or use `kind: Deployment` where the role needs no stable identities"}, 'JH072': {'severity': 'error', 'chart': False, 'title': 'utilization target without requests', 'when': 'an autoscaled role scales on a resource\'s Utilization (an HPA `Resource` metric with `target.type: Utilization`, or a KEDA `cpu`/`memory` trigger in its default metricType) while a container of its pods requests none of that resource: the role\'s own (`resources`, else `defaultResources`), a sidecar, an extra init container with `restartPolicy: Always`, or preferIdle\'s deletion-cost container. The HPA controller sums the requests of every container and native sidecar, finds one missing ("missing request for cpu in container …") and never scales the role', 'fix': 'Give that container `resources.requests` for the resource, or scale on an `AverageValue` target'}, 'JH073': {'severity': 'warning', 'chart': False, 'title': 'override that breaks Pod Security restricted', 'when': "a value of yours makes a rendered pod break Pod Security `restricted`, named by the check it breaks: `runAsNonRoot: false` (runAsNonRoot), `runAsUser: 0` (runAsUser), `privileged: true` (privileged), `allowPrivilegeEscalation: true` (privilegeEscalation), capabilities added beyond NET_BIND_SERVICE or a `drop` without ALL (capabilities), seccompProfile `Unconfined` (seccompProfile) in `podSecurityContext`, `containerSecurityContext`, a role's, a sidecar's or an extra init container's (one they leave unset is JH074's); a `hostPath` volume (hostPathVolumes) or another type restricted forbids (volumeTypes); a `hostPort` (hostPorts). A warning: the namespace may be `baseline`", 'fix': "Keep the chart's defaults and meet restricted in your containers, or label the namespace for the level you need"}, 'JH074': {'severity': 'warning', 'chart': False, 'title': 'a container of yours leaves Pod Security restricted', 'when': "a sidecar or extra init container (chart-wide, a role's or the migration Job's) leaves unset what Pod Security `restricted` requires: `allowPrivilegeEscalation: false`, `capabilities.drop: [ALL]`, or runAsNonRoot / a seccompProfile type in it or in its pod's context. The chart renders your containers as given. A warning: the namespace may be `baseline`", 'fix': 'Give the container securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}, or label the namespace for the level you need'}, 'JH075': {'severity': 'error', 'chart': False, 'title': 'required node affinity value the API server refuses', 'when': "a value in `nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchExpressions[].values` (a role's `affinity` or `migration.affinity`) that is no label value, from Kubernetes 1.32 (kubernetes/kubernetes#128212): the API server refuses the pod template. Below 1.32 it takes any string, and the pod never schedules. The operators, the values' count, weights and topologyKey are the schema's (every version)", 'fix': "Give the node label's value as it is on the nodes: at most 63 letters, digits, `-`, `_` or `.`, a letter or digit at both ends"}}}
 
@@ -41,15 +41,17 @@ REGEX_PATTERNS = {
     '^[-._a-zA-Z0-9]+$': re.compile('^[-._a-zA-Z0-9]+\\Z'),
     '^/': re.compile('^/'),
     '^((cluster-autoscaler|gke-upgrade|eks-upgrade|aks-upgrade|aws-spot|gcp-spot|azure-spot)(=[1-9][0-9]*)?|(karpenter)=[1-9][0-9]*)$': re.compile('^((cluster-autoscaler|gke-upgrade|eks-upgrade|aks-upgrade|aws-spot|gcp-spot|azure-spot)(=[1-9][0-9]*)?|(karpenter)=[1-9][0-9]*)\\Z'),
+    '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\Z'),
+    '^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$': re.compile('^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)\\Z'),
     '^[0-9]+%$': re.compile('^[0-9]+%\\Z'),
     '^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$': re.compile('^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?\\Z'),
     '^[^\\s]*$': re.compile('^[^\\s]*\\Z'),
     '^[a-z0-9]([a-z0-9-]{0,13})$': re.compile('^[a-z0-9]([a-z0-9-]{0,13})\\Z'),
     '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?\\Z'),
-    '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\Z'),
     '^$|^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$': re.compile('^\\Z|^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\\Z'),
     '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\Z'),
     '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\Z'),
+    '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*-?$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*-?\\Z'),
     '^[ -<>-~]*$': re.compile('^[ -<>-~]*\\Z')
 }
 
@@ -1570,13 +1572,11 @@ def validate(data, custom_formats={}, name_prefix=None):
         if "podSecurityContext" in data_keys:
             data_keys.remove("podSecurityContext")
             data__podSecurityContext = data["podSecurityContext"]
-            if not isinstance(data__podSecurityContext, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podSecurityContext must be object")
+            validate___definitions_podsecuritycontext(data__podSecurityContext, custom_formats, (name_prefix or "data") + ".podSecurityContext")
         if "containerSecurityContext" in data_keys:
             data_keys.remove("containerSecurityContext")
             data__containerSecurityContext = data["containerSecurityContext"]
-            if not isinstance(data__containerSecurityContext, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".containerSecurityContext must be object")
+            validate___definitions_securitycontext(data__containerSecurityContext, custom_formats, (name_prefix or "data") + ".containerSecurityContext")
         if "networkPolicy" in data_keys:
             data_keys.remove("networkPolicy")
             data__networkPolicy = data["networkPolicy"]
@@ -1623,13 +1623,11 @@ def validate(data, custom_formats={}, name_prefix=None):
                                         if "podSelector" in data__networkPolicy__ingress__from_item_keys:
                                             data__networkPolicy__ingress__from_item_keys.remove("podSelector")
                                             data__networkPolicy__ingress__from_item__podSelector = data__networkPolicy__ingress__from_item["podSelector"]
-                                            if not isinstance(data__networkPolicy__ingress__from_item__podSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()))
                                         if "namespaceSelector" in data__networkPolicy__ingress__from_item_keys:
                                             data__networkPolicy__ingress__from_item_keys.remove("namespaceSelector")
                                             data__networkPolicy__ingress__from_item__namespaceSelector = data__networkPolicy__ingress__from_item["namespaceSelector"]
-                                            if not isinstance(data__networkPolicy__ingress__from_item__namespaceSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()))
                                         if "ipBlock" in data__networkPolicy__ingress__from_item_keys:
                                             data__networkPolicy__ingress__from_item_keys.remove("ipBlock")
                                             data__networkPolicy__ingress__from_item__ipBlock = data__networkPolicy__ingress__from_item["ipBlock"]
@@ -1691,13 +1689,11 @@ def validate(data, custom_formats={}, name_prefix=None):
                                         if "podSelector" in data__networkPolicy__database__to_item_keys:
                                             data__networkPolicy__database__to_item_keys.remove("podSelector")
                                             data__networkPolicy__database__to_item__podSelector = data__networkPolicy__database__to_item["podSelector"]
-                                            if not isinstance(data__networkPolicy__database__to_item__podSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].podSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__database__to_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].podSelector".format(**locals()))
                                         if "namespaceSelector" in data__networkPolicy__database__to_item_keys:
                                             data__networkPolicy__database__to_item_keys.remove("namespaceSelector")
                                             data__networkPolicy__database__to_item__namespaceSelector = data__networkPolicy__database__to_item["namespaceSelector"]
-                                            if not isinstance(data__networkPolicy__database__to_item__namespaceSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].namespaceSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__database__to_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].namespaceSelector".format(**locals()))
                                         if "ipBlock" in data__networkPolicy__database__to_item_keys:
                                             data__networkPolicy__database__to_item_keys.remove("ipBlock")
                                             data__networkPolicy__database__to_item__ipBlock = data__networkPolicy__database__to_item["ipBlock"]
@@ -1767,13 +1763,11 @@ def validate(data, custom_formats={}, name_prefix=None):
                                                 if "podSelector" in data__networkPolicy__dns__to_item_keys:
                                                     data__networkPolicy__dns__to_item_keys.remove("podSelector")
                                                     data__networkPolicy__dns__to_item__podSelector = data__networkPolicy__dns__to_item["podSelector"]
-                                                    if not isinstance(data__networkPolicy__dns__to_item__podSelector, (dict)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].podSelector".format(**locals()) + " must be object")
+                                                    validate___definitions_labelselector(data__networkPolicy__dns__to_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].podSelector".format(**locals()))
                                                 if "namespaceSelector" in data__networkPolicy__dns__to_item_keys:
                                                     data__networkPolicy__dns__to_item_keys.remove("namespaceSelector")
                                                     data__networkPolicy__dns__to_item__namespaceSelector = data__networkPolicy__dns__to_item["namespaceSelector"]
-                                                    if not isinstance(data__networkPolicy__dns__to_item__namespaceSelector, (dict)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].namespaceSelector".format(**locals()) + " must be object")
+                                                    validate___definitions_labelselector(data__networkPolicy__dns__to_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].namespaceSelector".format(**locals()))
                                                 if "ipBlock" in data__networkPolicy__dns__to_item_keys:
                                                     data__networkPolicy__dns__to_item_keys.remove("ipBlock")
                                                     data__networkPolicy__dns__to_item__ipBlock = data__networkPolicy__dns__to_item["ipBlock"]
@@ -1867,13 +1861,11 @@ def validate(data, custom_formats={}, name_prefix=None):
                                         if "podSelector" in data__networkPolicy__apiServer__to_item_keys:
                                             data__networkPolicy__apiServer__to_item_keys.remove("podSelector")
                                             data__networkPolicy__apiServer__to_item__podSelector = data__networkPolicy__apiServer__to_item["podSelector"]
-                                            if not isinstance(data__networkPolicy__apiServer__to_item__podSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].podSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__apiServer__to_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].podSelector".format(**locals()))
                                         if "namespaceSelector" in data__networkPolicy__apiServer__to_item_keys:
                                             data__networkPolicy__apiServer__to_item_keys.remove("namespaceSelector")
                                             data__networkPolicy__apiServer__to_item__namespaceSelector = data__networkPolicy__apiServer__to_item["namespaceSelector"]
-                                            if not isinstance(data__networkPolicy__apiServer__to_item__namespaceSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].namespaceSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__apiServer__to_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].namespaceSelector".format(**locals()))
                                         if "ipBlock" in data__networkPolicy__apiServer__to_item_keys:
                                             data__networkPolicy__apiServer__to_item_keys.remove("ipBlock")
                                             data__networkPolicy__apiServer__to_item__ipBlock = data__networkPolicy__apiServer__to_item["ipBlock"]
@@ -2628,6 +2620,31 @@ def validate___definitions_env(data, custom_formats={}, name_prefix=None):
 def validate___definitions_envvar(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    try:
+        data_is_dict = isinstance(data, dict)
+        if data_is_dict:
+            data__missing_keys = set(['valueFrom']) - data.keys()
+            if data__missing_keys:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+            data_keys = set(data.keys())
+            if "valueFrom" in data_keys:
+                data_keys.remove("valueFrom")
+                data__valueFrom = data["valueFrom"]
+                if not isinstance(data__valueFrom, (dict)):
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must be object")
+    except JsonSchemaValueException:
+        pass
+    else:
+        data_is_dict = isinstance(data, dict)
+        if data_is_dict:
+            data_keys = set(data.keys())
+            if "value" in data_keys:
+                data_keys.remove("value")
+                data__value = data["value"]
+                if isinstance(data__value, str):
+                    data__value_len = len(data__value)
+                    if data__value_len > 0:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".value must be shorter than or equal to 0 characters")
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data__missing_keys = set(['name']) - data.keys()
@@ -2645,6 +2662,187 @@ def validate___definitions_envvar(data, custom_formats={}, name_prefix=None):
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must be longer than or equal to 1 characters")
                 if not REGEX_PATTERNS['^[ -<>-~]+$'].search(data__name):
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must match pattern ^[ -<>-~]+$")
+        if "value" in data_keys:
+            data_keys.remove("value")
+            data__value = data["value"]
+            if not isinstance(data__value, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".value must be string")
+        if "valueFrom" in data_keys:
+            data_keys.remove("valueFrom")
+            data__valueFrom = data["valueFrom"]
+            if not isinstance(data__valueFrom, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must be object")
+            data__valueFrom_one_of_count20 = 0
+            if data__valueFrom_one_of_count20 < 2:
+                try:
+                    data__valueFrom_is_dict = isinstance(data__valueFrom, dict)
+                    if data__valueFrom_is_dict:
+                        data__valueFrom__missing_keys = set(['fieldRef']) - data__valueFrom.keys()
+                        if data__valueFrom__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must contain ")
+                    data__valueFrom_one_of_count20 += 1
+                except JsonSchemaValueException: pass
+            if data__valueFrom_one_of_count20 < 2:
+                try:
+                    data__valueFrom_is_dict = isinstance(data__valueFrom, dict)
+                    if data__valueFrom_is_dict:
+                        data__valueFrom__missing_keys = set(['resourceFieldRef']) - data__valueFrom.keys()
+                        if data__valueFrom__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must contain ")
+                    data__valueFrom_one_of_count20 += 1
+                except JsonSchemaValueException: pass
+            if data__valueFrom_one_of_count20 < 2:
+                try:
+                    data__valueFrom_is_dict = isinstance(data__valueFrom, dict)
+                    if data__valueFrom_is_dict:
+                        data__valueFrom__missing_keys = set(['configMapKeyRef']) - data__valueFrom.keys()
+                        if data__valueFrom__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must contain ")
+                    data__valueFrom_one_of_count20 += 1
+                except JsonSchemaValueException: pass
+            if data__valueFrom_one_of_count20 < 2:
+                try:
+                    data__valueFrom_is_dict = isinstance(data__valueFrom, dict)
+                    if data__valueFrom_is_dict:
+                        data__valueFrom__missing_keys = set(['secretKeyRef']) - data__valueFrom.keys()
+                        if data__valueFrom__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must contain ")
+                    data__valueFrom_one_of_count20 += 1
+                except JsonSchemaValueException: pass
+            if data__valueFrom_one_of_count20 != 1:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom must be valid exactly by one definition")
+            data__valueFrom_is_dict = isinstance(data__valueFrom, dict)
+            if data__valueFrom_is_dict:
+                data__valueFrom_keys = set(data__valueFrom.keys())
+                if "fieldRef" in data__valueFrom_keys:
+                    data__valueFrom_keys.remove("fieldRef")
+                    data__valueFrom__fieldRef = data__valueFrom["fieldRef"]
+                    if not isinstance(data__valueFrom__fieldRef, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.fieldRef must be object")
+                    data__valueFrom__fieldRef_is_dict = isinstance(data__valueFrom__fieldRef, dict)
+                    if data__valueFrom__fieldRef_is_dict:
+                        data__valueFrom__fieldRef__missing_keys = set(['fieldPath']) - data__valueFrom__fieldRef.keys()
+                        if data__valueFrom__fieldRef__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.fieldRef must contain ")
+                        data__valueFrom__fieldRef_keys = set(data__valueFrom__fieldRef.keys())
+                        if "fieldPath" in data__valueFrom__fieldRef_keys:
+                            data__valueFrom__fieldRef_keys.remove("fieldPath")
+                            data__valueFrom__fieldRef__fieldPath = data__valueFrom__fieldRef["fieldPath"]
+                            if not isinstance(data__valueFrom__fieldRef__fieldPath, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.fieldRef.fieldPath must be string")
+                            if isinstance(data__valueFrom__fieldRef__fieldPath, str):
+                                data__valueFrom__fieldRef__fieldPath_len = len(data__valueFrom__fieldRef__fieldPath)
+                                if data__valueFrom__fieldRef__fieldPath_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.fieldRef.fieldPath must be longer than or equal to 1 characters")
+                        if "apiVersion" in data__valueFrom__fieldRef_keys:
+                            data__valueFrom__fieldRef_keys.remove("apiVersion")
+                            data__valueFrom__fieldRef__apiVersion = data__valueFrom__fieldRef["apiVersion"]
+                            if not isinstance(data__valueFrom__fieldRef__apiVersion, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.fieldRef.apiVersion must be string")
+                if "resourceFieldRef" in data__valueFrom_keys:
+                    data__valueFrom_keys.remove("resourceFieldRef")
+                    data__valueFrom__resourceFieldRef = data__valueFrom["resourceFieldRef"]
+                    if not isinstance(data__valueFrom__resourceFieldRef, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.resourceFieldRef must be object")
+                    data__valueFrom__resourceFieldRef_is_dict = isinstance(data__valueFrom__resourceFieldRef, dict)
+                    if data__valueFrom__resourceFieldRef_is_dict:
+                        data__valueFrom__resourceFieldRef__missing_keys = set(['resource']) - data__valueFrom__resourceFieldRef.keys()
+                        if data__valueFrom__resourceFieldRef__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.resourceFieldRef must contain ")
+                        data__valueFrom__resourceFieldRef_keys = set(data__valueFrom__resourceFieldRef.keys())
+                        if "resource" in data__valueFrom__resourceFieldRef_keys:
+                            data__valueFrom__resourceFieldRef_keys.remove("resource")
+                            data__valueFrom__resourceFieldRef__resource = data__valueFrom__resourceFieldRef["resource"]
+                            if not isinstance(data__valueFrom__resourceFieldRef__resource, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.resourceFieldRef.resource must be string")
+                            if isinstance(data__valueFrom__resourceFieldRef__resource, str):
+                                data__valueFrom__resourceFieldRef__resource_len = len(data__valueFrom__resourceFieldRef__resource)
+                                if data__valueFrom__resourceFieldRef__resource_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.resourceFieldRef.resource must be longer than or equal to 1 characters")
+                if "configMapKeyRef" in data__valueFrom_keys:
+                    data__valueFrom_keys.remove("configMapKeyRef")
+                    data__valueFrom__configMapKeyRef = data__valueFrom["configMapKeyRef"]
+                    if not isinstance(data__valueFrom__configMapKeyRef, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef must be object")
+                    data__valueFrom__configMapKeyRef_is_dict = isinstance(data__valueFrom__configMapKeyRef, dict)
+                    if data__valueFrom__configMapKeyRef_is_dict:
+                        data__valueFrom__configMapKeyRef__missing_keys = set(['name', 'key']) - data__valueFrom__configMapKeyRef.keys()
+                        if data__valueFrom__configMapKeyRef__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef must contain ")
+                        data__valueFrom__configMapKeyRef_keys = set(data__valueFrom__configMapKeyRef.keys())
+                        if "name" in data__valueFrom__configMapKeyRef_keys:
+                            data__valueFrom__configMapKeyRef_keys.remove("name")
+                            data__valueFrom__configMapKeyRef__name = data__valueFrom__configMapKeyRef["name"]
+                            if not isinstance(data__valueFrom__configMapKeyRef__name, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must be string")
+                            if isinstance(data__valueFrom__configMapKeyRef__name, str):
+                                data__valueFrom__configMapKeyRef__name_len = len(data__valueFrom__configMapKeyRef__name)
+                                if data__valueFrom__configMapKeyRef__name_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must be longer than or equal to 1 characters")
+                                if data__valueFrom__configMapKeyRef__name_len > 253:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must be shorter than or equal to 253 characters")
+                                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'].search(data__valueFrom__configMapKeyRef__name):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+                        if "key" in data__valueFrom__configMapKeyRef_keys:
+                            data__valueFrom__configMapKeyRef_keys.remove("key")
+                            data__valueFrom__configMapKeyRef__key = data__valueFrom__configMapKeyRef["key"]
+                            if not isinstance(data__valueFrom__configMapKeyRef__key, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must be string")
+                            if isinstance(data__valueFrom__configMapKeyRef__key, str):
+                                data__valueFrom__configMapKeyRef__key_len = len(data__valueFrom__configMapKeyRef__key)
+                                if data__valueFrom__configMapKeyRef__key_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must be longer than or equal to 1 characters")
+                                if data__valueFrom__configMapKeyRef__key_len > 253:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must be shorter than or equal to 253 characters")
+                                if not REGEX_PATTERNS['^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$'].search(data__valueFrom__configMapKeyRef__key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must match pattern ^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$")
+                        if "optional" in data__valueFrom__configMapKeyRef_keys:
+                            data__valueFrom__configMapKeyRef_keys.remove("optional")
+                            data__valueFrom__configMapKeyRef__optional = data__valueFrom__configMapKeyRef["optional"]
+                            if not isinstance(data__valueFrom__configMapKeyRef__optional, (bool)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.optional must be boolean")
+                if "secretKeyRef" in data__valueFrom_keys:
+                    data__valueFrom_keys.remove("secretKeyRef")
+                    data__valueFrom__secretKeyRef = data__valueFrom["secretKeyRef"]
+                    if not isinstance(data__valueFrom__secretKeyRef, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef must be object")
+                    data__valueFrom__secretKeyRef_is_dict = isinstance(data__valueFrom__secretKeyRef, dict)
+                    if data__valueFrom__secretKeyRef_is_dict:
+                        data__valueFrom__secretKeyRef__missing_keys = set(['name', 'key']) - data__valueFrom__secretKeyRef.keys()
+                        if data__valueFrom__secretKeyRef__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef must contain ")
+                        data__valueFrom__secretKeyRef_keys = set(data__valueFrom__secretKeyRef.keys())
+                        if "name" in data__valueFrom__secretKeyRef_keys:
+                            data__valueFrom__secretKeyRef_keys.remove("name")
+                            data__valueFrom__secretKeyRef__name = data__valueFrom__secretKeyRef["name"]
+                            if not isinstance(data__valueFrom__secretKeyRef__name, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must be string")
+                            if isinstance(data__valueFrom__secretKeyRef__name, str):
+                                data__valueFrom__secretKeyRef__name_len = len(data__valueFrom__secretKeyRef__name)
+                                if data__valueFrom__secretKeyRef__name_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must be longer than or equal to 1 characters")
+                                if data__valueFrom__secretKeyRef__name_len > 253:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must be shorter than or equal to 253 characters")
+                                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'].search(data__valueFrom__secretKeyRef__name):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+                        if "key" in data__valueFrom__secretKeyRef_keys:
+                            data__valueFrom__secretKeyRef_keys.remove("key")
+                            data__valueFrom__secretKeyRef__key = data__valueFrom__secretKeyRef["key"]
+                            if not isinstance(data__valueFrom__secretKeyRef__key, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must be string")
+                            if isinstance(data__valueFrom__secretKeyRef__key, str):
+                                data__valueFrom__secretKeyRef__key_len = len(data__valueFrom__secretKeyRef__key)
+                                if data__valueFrom__secretKeyRef__key_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must be longer than or equal to 1 characters")
+                                if data__valueFrom__secretKeyRef__key_len > 253:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must be shorter than or equal to 253 characters")
+                                if not REGEX_PATTERNS['^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$'].search(data__valueFrom__secretKeyRef__key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must match pattern ^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$")
+                        if "optional" in data__valueFrom__secretKeyRef_keys:
+                            data__valueFrom__secretKeyRef_keys.remove("optional")
+                            data__valueFrom__secretKeyRef__optional = data__valueFrom__secretKeyRef["optional"]
+                            if not isinstance(data__valueFrom__secretKeyRef__optional, (bool)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.optional must be boolean")
     return data
 
 def validate___definitions_role(data, custom_formats={}, name_prefix=None):
@@ -2776,17 +2974,17 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                             if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__resources__requests_key):
                                 if data__resources__requests_key in data__resources__requests_keys:
                                     data__resources__requests_keys.remove(data__resources__requests_key)
-                                data__resources__requests_val_any_of_count20 = 0
-                                if not data__resources__requests_val_any_of_count20:
+                                data__resources__requests_val_any_of_count21 = 0
+                                if not data__resources__requests_val_any_of_count21:
                                     try:
                                         if not isinstance(data__resources__requests_val, (str)):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be string")
                                         if isinstance(data__resources__requests_val, str):
                                             if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__resources__requests_val):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
-                                        data__resources__requests_val_any_of_count20 += 1
+                                        data__resources__requests_val_any_of_count21 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__requests_val_any_of_count20:
+                                if not data__resources__requests_val_any_of_count21:
                                     try:
                                         if not isinstance(data__resources__requests_val, (int, float, Decimal)) or isinstance(data__resources__requests_val, bool):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be number")
@@ -2795,24 +2993,24 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
                                             if data__resources__requests_val > 1000000000000000:
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                        data__resources__requests_val_any_of_count20 += 1
+                                        data__resources__requests_val_any_of_count21 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__requests_val_any_of_count20:
+                                if not data__resources__requests_val_any_of_count21:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
                             if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__resources__requests_key):
                                 if data__resources__requests_key in data__resources__requests_keys:
                                     data__resources__requests_keys.remove(data__resources__requests_key)
-                                data__resources__requests_val_any_of_count21 = 0
-                                if not data__resources__requests_val_any_of_count21:
+                                data__resources__requests_val_any_of_count22 = 0
+                                if not data__resources__requests_val_any_of_count22:
                                     try:
                                         if not isinstance(data__resources__requests_val, (str)):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be string")
                                         if isinstance(data__resources__requests_val, str):
                                             if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__resources__requests_val):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
-                                        data__resources__requests_val_any_of_count21 += 1
+                                        data__resources__requests_val_any_of_count22 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__requests_val_any_of_count21:
+                                if not data__resources__requests_val_any_of_count22:
                                     try:
                                         if not isinstance(data__resources__requests_val, (int)) and not (isinstance(data__resources__requests_val, float) and data__resources__requests_val.is_integer()) or isinstance(data__resources__requests_val, bool):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be integer")
@@ -2821,9 +3019,9 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
                                             if data__resources__requests_val > 1000000000000000:
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                        data__resources__requests_val_any_of_count21 += 1
+                                        data__resources__requests_val_any_of_count22 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__requests_val_any_of_count21:
+                                if not data__resources__requests_val_any_of_count22:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests.{data__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
                         if data__resources__requests_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.requests must not contain "+str(data__resources__requests_keys)+" properties")
@@ -2851,17 +3049,17 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                             if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__resources__limits_key):
                                 if data__resources__limits_key in data__resources__limits_keys:
                                     data__resources__limits_keys.remove(data__resources__limits_key)
-                                data__resources__limits_val_any_of_count22 = 0
-                                if not data__resources__limits_val_any_of_count22:
+                                data__resources__limits_val_any_of_count23 = 0
+                                if not data__resources__limits_val_any_of_count23:
                                     try:
                                         if not isinstance(data__resources__limits_val, (str)):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be string")
                                         if isinstance(data__resources__limits_val, str):
                                             if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__resources__limits_val):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
-                                        data__resources__limits_val_any_of_count22 += 1
+                                        data__resources__limits_val_any_of_count23 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__limits_val_any_of_count22:
+                                if not data__resources__limits_val_any_of_count23:
                                     try:
                                         if not isinstance(data__resources__limits_val, (int, float, Decimal)) or isinstance(data__resources__limits_val, bool):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be number")
@@ -2870,24 +3068,24 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
                                             if data__resources__limits_val > 1000000000000000:
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                        data__resources__limits_val_any_of_count22 += 1
+                                        data__resources__limits_val_any_of_count23 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__limits_val_any_of_count22:
+                                if not data__resources__limits_val_any_of_count23:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
                             if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__resources__limits_key):
                                 if data__resources__limits_key in data__resources__limits_keys:
                                     data__resources__limits_keys.remove(data__resources__limits_key)
-                                data__resources__limits_val_any_of_count23 = 0
-                                if not data__resources__limits_val_any_of_count23:
+                                data__resources__limits_val_any_of_count24 = 0
+                                if not data__resources__limits_val_any_of_count24:
                                     try:
                                         if not isinstance(data__resources__limits_val, (str)):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be string")
                                         if isinstance(data__resources__limits_val, str):
                                             if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__resources__limits_val):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
-                                        data__resources__limits_val_any_of_count23 += 1
+                                        data__resources__limits_val_any_of_count24 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__limits_val_any_of_count23:
+                                if not data__resources__limits_val_any_of_count24:
                                     try:
                                         if not isinstance(data__resources__limits_val, (int)) and not (isinstance(data__resources__limits_val, float) and data__resources__limits_val.is_integer()) or isinstance(data__resources__limits_val, bool):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be integer")
@@ -2896,9 +3094,9 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
                                             if data__resources__limits_val > 1000000000000000:
                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                        data__resources__limits_val_any_of_count23 += 1
+                                        data__resources__limits_val_any_of_count24 += 1
                                     except JsonSchemaValueException: pass
-                                if not data__resources__limits_val_any_of_count23:
+                                if not data__resources__limits_val_any_of_count24:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits.{data__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
                         if data__resources__limits_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".resources.limits must not contain "+str(data__resources__limits_keys)+" properties")
@@ -2932,8 +3130,8 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                 if "maxUnavailable" in data__pdb_keys:
                     data__pdb_keys.remove("maxUnavailable")
                     data__pdb__maxUnavailable = data__pdb["maxUnavailable"]
-                    data__pdb__maxUnavailable_any_of_count24 = 0
-                    if not data__pdb__maxUnavailable_any_of_count24:
+                    data__pdb__maxUnavailable_any_of_count25 = 0
+                    if not data__pdb__maxUnavailable_any_of_count25:
                         try:
                             if not isinstance(data__pdb__maxUnavailable, (int)) and not (isinstance(data__pdb__maxUnavailable, float) and data__pdb__maxUnavailable.is_integer()) or isinstance(data__pdb__maxUnavailable, bool):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be integer")
@@ -2942,18 +3140,18 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be bigger than or equal to 0")
                                 if data__pdb__maxUnavailable > 2147483647:
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be smaller than or equal to 2147483647")
-                            data__pdb__maxUnavailable_any_of_count24 += 1
+                            data__pdb__maxUnavailable_any_of_count25 += 1
                         except JsonSchemaValueException: pass
-                    if not data__pdb__maxUnavailable_any_of_count24:
+                    if not data__pdb__maxUnavailable_any_of_count25:
                         try:
                             if not isinstance(data__pdb__maxUnavailable, (str)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must be string")
                             if isinstance(data__pdb__maxUnavailable, str):
                                 if not REGEX_PATTERNS['^[0-9]+%$'].search(data__pdb__maxUnavailable):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable must match pattern ^[0-9]+%$")
-                            data__pdb__maxUnavailable_any_of_count24 += 1
+                            data__pdb__maxUnavailable_any_of_count25 += 1
                         except JsonSchemaValueException: pass
-                    if not data__pdb__maxUnavailable_any_of_count24:
+                    if not data__pdb__maxUnavailable_any_of_count25:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".pdb.maxUnavailable cannot be validated by any definition")
                 if "unhealthyPodEvictionPolicy" in data__pdb_keys:
                     data__pdb_keys.remove("unhealthyPodEvictionPolicy")
@@ -3078,8 +3276,8 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         if "maxSurge" in data__strategy__rollingUpdate_keys:
                             data__strategy__rollingUpdate_keys.remove("maxSurge")
                             data__strategy__rollingUpdate__maxSurge = data__strategy__rollingUpdate["maxSurge"]
-                            data__strategy__rollingUpdate__maxSurge_any_of_count25 = 0
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count25:
+                            data__strategy__rollingUpdate__maxSurge_any_of_count26 = 0
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count26:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxSurge, (int)) and not (isinstance(data__strategy__rollingUpdate__maxSurge, float) and data__strategy__rollingUpdate__maxSurge.is_integer()) or isinstance(data__strategy__rollingUpdate__maxSurge, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be integer")
@@ -3088,24 +3286,24 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be bigger than or equal to 0")
                                         if data__strategy__rollingUpdate__maxSurge > 2147483647:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be smaller than or equal to 2147483647")
-                                    data__strategy__rollingUpdate__maxSurge_any_of_count25 += 1
+                                    data__strategy__rollingUpdate__maxSurge_any_of_count26 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count25:
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count26:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxSurge, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must be string")
                                     if isinstance(data__strategy__rollingUpdate__maxSurge, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__strategy__rollingUpdate__maxSurge):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge must match pattern ^[0-9]+%$")
-                                    data__strategy__rollingUpdate__maxSurge_any_of_count25 += 1
+                                    data__strategy__rollingUpdate__maxSurge_any_of_count26 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxSurge_any_of_count25:
+                            if not data__strategy__rollingUpdate__maxSurge_any_of_count26:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxSurge cannot be validated by any definition")
                         if "maxUnavailable" in data__strategy__rollingUpdate_keys:
                             data__strategy__rollingUpdate_keys.remove("maxUnavailable")
                             data__strategy__rollingUpdate__maxUnavailable = data__strategy__rollingUpdate["maxUnavailable"]
-                            data__strategy__rollingUpdate__maxUnavailable_any_of_count26 = 0
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count26:
+                            data__strategy__rollingUpdate__maxUnavailable_any_of_count27 = 0
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count27:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__strategy__rollingUpdate__maxUnavailable, float) and data__strategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__strategy__rollingUpdate__maxUnavailable, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be integer")
@@ -3114,18 +3312,18 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be bigger than or equal to 0")
                                         if data__strategy__rollingUpdate__maxUnavailable > 2147483647:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be smaller than or equal to 2147483647")
-                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count26 += 1
+                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count27 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count26:
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count27:
                                 try:
                                     if not isinstance(data__strategy__rollingUpdate__maxUnavailable, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must be string")
                                     if isinstance(data__strategy__rollingUpdate__maxUnavailable, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__strategy__rollingUpdate__maxUnavailable):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
-                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count26 += 1
+                                    data__strategy__rollingUpdate__maxUnavailable_any_of_count27 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count26:
+                            if not data__strategy__rollingUpdate__maxUnavailable_any_of_count27:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
                         if data__strategy__rollingUpdate_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".strategy.rollingUpdate must not contain "+str(data__strategy__rollingUpdate_keys)+" properties")
@@ -3170,8 +3368,8 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                         if "maxUnavailable" in data__updateStrategy__rollingUpdate_keys:
                             data__updateStrategy__rollingUpdate_keys.remove("maxUnavailable")
                             data__updateStrategy__rollingUpdate__maxUnavailable = data__updateStrategy__rollingUpdate["maxUnavailable"]
-                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27 = 0
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27:
+                            data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count28 = 0
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count28:
                                 try:
                                     if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (int)) and not (isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, float) and data__updateStrategy__rollingUpdate__maxUnavailable.is_integer()) or isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, bool):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be integer")
@@ -3180,18 +3378,18 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be bigger than or equal to 1")
                                         if data__updateStrategy__rollingUpdate__maxUnavailable > 2147483647:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be smaller than or equal to 2147483647")
-                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27 += 1
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count28 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27:
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count28:
                                 try:
                                     if not isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must be string")
                                     if isinstance(data__updateStrategy__rollingUpdate__maxUnavailable, str):
                                         if not REGEX_PATTERNS['^[0-9]+%$'].search(data__updateStrategy__rollingUpdate__maxUnavailable):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable must match pattern ^[0-9]+%$")
-                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27 += 1
+                                    data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count28 += 1
                                 except JsonSchemaValueException: pass
-                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count27:
+                            if not data__updateStrategy__rollingUpdate__maxUnavailable_any_of_count28:
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate.maxUnavailable cannot be validated by any definition")
                         if data__updateStrategy__rollingUpdate_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".updateStrategy.rollingUpdate must not contain "+str(data__updateStrategy__rollingUpdate_keys)+" properties")
@@ -3272,13 +3470,11 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
         if "securityContext" in data_keys:
             data_keys.remove("securityContext")
             data__securityContext = data["securityContext"]
-            if not isinstance(data__securityContext, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".securityContext must be object")
+            validate___definitions_securitycontext(data__securityContext, custom_formats, (name_prefix or "data") + ".securityContext")
         if "podSecurityContext" in data_keys:
             data_keys.remove("podSecurityContext")
             data__podSecurityContext = data["podSecurityContext"]
-            if not isinstance(data__podSecurityContext, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podSecurityContext must be object")
+            validate___definitions_podsecuritycontext(data__podSecurityContext, custom_formats, (name_prefix or "data") + ".podSecurityContext")
         if "nodeLossTolerationSeconds" in data_keys:
             data_keys.remove("nodeLossTolerationSeconds")
             data__nodeLossTolerationSeconds = data["nodeLossTolerationSeconds"]
@@ -3403,13 +3599,11 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                         if "podSelector" in data__networkPolicy__ingress__from_item_keys:
                                             data__networkPolicy__ingress__from_item_keys.remove("podSelector")
                                             data__networkPolicy__ingress__from_item__podSelector = data__networkPolicy__ingress__from_item["podSelector"]
-                                            if not isinstance(data__networkPolicy__ingress__from_item__podSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()))
                                         if "namespaceSelector" in data__networkPolicy__ingress__from_item_keys:
                                             data__networkPolicy__ingress__from_item_keys.remove("namespaceSelector")
                                             data__networkPolicy__ingress__from_item__namespaceSelector = data__networkPolicy__ingress__from_item["namespaceSelector"]
-                                            if not isinstance(data__networkPolicy__ingress__from_item__namespaceSelector, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()) + " must be object")
+                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()))
                                         if "ipBlock" in data__networkPolicy__ingress__from_item_keys:
                                             data__networkPolicy__ingress__from_item_keys.remove("ipBlock")
                                             data__networkPolicy__ingress__from_item__ipBlock = data__networkPolicy__ingress__from_item["ipBlock"]
@@ -3491,8 +3685,8 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                 if "rules" in data__launcher_keys:
                     data__launcher_keys.remove("rules")
                     data__launcher__rules = data__launcher["rules"]
-                    data__launcher__rules_any_of_count28 = 0
-                    if not data__launcher__rules_any_of_count28:
+                    data__launcher__rules_any_of_count29 = 0
+                    if not data__launcher__rules_any_of_count29:
                         try:
                             if not isinstance(data__launcher__rules, (list, tuple)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules must be array")
@@ -3568,15 +3762,15 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules[{data__launcher__rules_x}].verbs[{data__launcher__rules_item__verbs_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
                                         if data__launcher__rules_item_keys:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules[{data__launcher__rules_x}]".format(**locals()) + " must not contain "+str(data__launcher__rules_item_keys)+" properties")
-                            data__launcher__rules_any_of_count28 += 1
+                            data__launcher__rules_any_of_count29 += 1
                         except JsonSchemaValueException: pass
-                    if not data__launcher__rules_any_of_count28:
+                    if not data__launcher__rules_any_of_count29:
                         try:
                             if not isinstance(data__launcher__rules, (NoneType)):
                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules must be null")
-                            data__launcher__rules_any_of_count28 += 1
+                            data__launcher__rules_any_of_count29 += 1
                         except JsonSchemaValueException: pass
-                    if not data__launcher__rules_any_of_count28:
+                    if not data__launcher__rules_any_of_count29:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".launcher.rules cannot be validated by any definition")
                 if "maxJobRuntimeSeconds" in data__launcher_keys:
                     data__launcher_keys.remove("maxJobRuntimeSeconds")
@@ -3911,17 +4105,17 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                             if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__scaleIn__preferIdle__resources__requests_key):
                                                 if data__scaleIn__preferIdle__resources__requests_key in data__scaleIn__preferIdle__resources__requests_keys:
                                                     data__scaleIn__preferIdle__resources__requests_keys.remove(data__scaleIn__preferIdle__resources__requests_key)
-                                                data__scaleIn__preferIdle__resources__requests_val_any_of_count29 = 0
-                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count29:
+                                                data__scaleIn__preferIdle__resources__requests_val_any_of_count30 = 0
+                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count30:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__requests_val, (str)):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be string")
                                                         if isinstance(data__scaleIn__preferIdle__resources__requests_val, str):
                                                             if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__scaleIn__preferIdle__resources__requests_val):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
-                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count29 += 1
+                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count30 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count29:
+                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count30:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__requests_val, (int, float, Decimal)) or isinstance(data__scaleIn__preferIdle__resources__requests_val, bool):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be number")
@@ -3930,24 +4124,24 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
                                                             if data__scaleIn__preferIdle__resources__requests_val > 1000000000000000:
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count29 += 1
+                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count30 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count29:
+                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count30:
                                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
                                             if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__scaleIn__preferIdle__resources__requests_key):
                                                 if data__scaleIn__preferIdle__resources__requests_key in data__scaleIn__preferIdle__resources__requests_keys:
                                                     data__scaleIn__preferIdle__resources__requests_keys.remove(data__scaleIn__preferIdle__resources__requests_key)
-                                                data__scaleIn__preferIdle__resources__requests_val_any_of_count30 = 0
-                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count30:
+                                                data__scaleIn__preferIdle__resources__requests_val_any_of_count31 = 0
+                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count31:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__requests_val, (str)):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be string")
                                                         if isinstance(data__scaleIn__preferIdle__resources__requests_val, str):
                                                             if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__scaleIn__preferIdle__resources__requests_val):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
-                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count30 += 1
+                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count31 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count30:
+                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count31:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__requests_val, (int)) and not (isinstance(data__scaleIn__preferIdle__resources__requests_val, float) and data__scaleIn__preferIdle__resources__requests_val.is_integer()) or isinstance(data__scaleIn__preferIdle__resources__requests_val, bool):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be integer")
@@ -3956,9 +4150,9 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be bigger than or equal to 0")
                                                             if data__scaleIn__preferIdle__resources__requests_val > 1000000000000000:
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count30 += 1
+                                                        data__scaleIn__preferIdle__resources__requests_val_any_of_count31 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count30:
+                                                if not data__scaleIn__preferIdle__resources__requests_val_any_of_count31:
                                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests.{data__scaleIn__preferIdle__resources__requests_key}".format(**locals()) + " cannot be validated by any definition")
                                         if data__scaleIn__preferIdle__resources__requests_keys:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.requests must not contain "+str(data__scaleIn__preferIdle__resources__requests_keys)+" properties")
@@ -3986,17 +4180,17 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                             if REGEX_PATTERNS['^(cpu|memory|ephemeral-storage)$'].search(data__scaleIn__preferIdle__resources__limits_key):
                                                 if data__scaleIn__preferIdle__resources__limits_key in data__scaleIn__preferIdle__resources__limits_keys:
                                                     data__scaleIn__preferIdle__resources__limits_keys.remove(data__scaleIn__preferIdle__resources__limits_key)
-                                                data__scaleIn__preferIdle__resources__limits_val_any_of_count31 = 0
-                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count31:
+                                                data__scaleIn__preferIdle__resources__limits_val_any_of_count32 = 0
+                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count32:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__limits_val, (str)):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be string")
                                                         if isinstance(data__scaleIn__preferIdle__resources__limits_val, str):
                                                             if not REGEX_PATTERNS['^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$'].search(data__scaleIn__preferIdle__resources__limits_val):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must match pattern ^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([KMGTPE]i|[eE][+-]?[0-9]{1,2}|[mkMGTPE])?$")
-                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count31 += 1
+                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count32 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count31:
+                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count32:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__limits_val, (int, float, Decimal)) or isinstance(data__scaleIn__preferIdle__resources__limits_val, bool):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be number")
@@ -4005,24 +4199,24 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
                                                             if data__scaleIn__preferIdle__resources__limits_val > 1000000000000000:
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count31 += 1
+                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count32 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count31:
+                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count32:
                                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
                                             if REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__scaleIn__preferIdle__resources__limits_key):
                                                 if data__scaleIn__preferIdle__resources__limits_key in data__scaleIn__preferIdle__resources__limits_keys:
                                                     data__scaleIn__preferIdle__resources__limits_keys.remove(data__scaleIn__preferIdle__resources__limits_key)
-                                                data__scaleIn__preferIdle__resources__limits_val_any_of_count32 = 0
-                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count32:
+                                                data__scaleIn__preferIdle__resources__limits_val_any_of_count33 = 0
+                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count33:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__limits_val, (str)):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be string")
                                                         if isinstance(data__scaleIn__preferIdle__resources__limits_val, str):
                                                             if not REGEX_PATTERNS['^[0-9]+([KMGTPE]i|[kMGTPE])?$'].search(data__scaleIn__preferIdle__resources__limits_val):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must match pattern ^[0-9]+([KMGTPE]i|[kMGTPE])?$")
-                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count32 += 1
+                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count33 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count32:
+                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count33:
                                                     try:
                                                         if not isinstance(data__scaleIn__preferIdle__resources__limits_val, (int)) and not (isinstance(data__scaleIn__preferIdle__resources__limits_val, float) and data__scaleIn__preferIdle__resources__limits_val.is_integer()) or isinstance(data__scaleIn__preferIdle__resources__limits_val, bool):
                                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be integer")
@@ -4031,9 +4225,9 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be bigger than or equal to 0")
                                                             if data__scaleIn__preferIdle__resources__limits_val > 1000000000000000:
                                                                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " must be smaller than or equal to 1000000000000000")
-                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count32 += 1
+                                                        data__scaleIn__preferIdle__resources__limits_val_any_of_count33 += 1
                                                     except JsonSchemaValueException: pass
-                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count32:
+                                                if not data__scaleIn__preferIdle__resources__limits_val_any_of_count33:
                                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits.{data__scaleIn__preferIdle__resources__limits_key}".format(**locals()) + " cannot be validated by any definition")
                                         if data__scaleIn__preferIdle__resources__limits_keys:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".scaleIn.preferIdle.resources.limits must not contain "+str(data__scaleIn__preferIdle__resources__limits_keys)+" properties")
@@ -4150,149 +4344,8 @@ def validate___definitions_topologyspreadconstraint(data, custom_formats={}, nam
                 for data__matchLabelKeys_x, data__matchLabelKeys_item in enumerate(data__matchLabelKeys):
                     if not isinstance(data__matchLabelKeys_item, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabelKeys[{data__matchLabelKeys_x}]".format(**locals()) + " must be string")
-    return data
-
-def validate___definitions_labelselector(data, custom_formats={}, name_prefix=None):
-    if not isinstance(data, (dict)):
-        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
-    data_is_dict = isinstance(data, dict)
-    if data_is_dict:
-        data_keys = set(data.keys())
-        if "matchLabels" in data_keys:
-            data_keys.remove("matchLabels")
-            data__matchLabels = data["matchLabels"]
-            if not isinstance(data__matchLabels, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must be object")
-            data__matchLabels_is_dict = isinstance(data__matchLabels, dict)
-            if data__matchLabels_is_dict:
-                data__matchLabels_keys = set(data__matchLabels.keys())
-                for data__matchLabels_key in data__matchLabels_keys:
-                    if data__matchLabels_key not in []:
-                        data__matchLabels_value = data__matchLabels.get(data__matchLabels_key)
-                        if not isinstance(data__matchLabels_value, (str)):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels.{data__matchLabels_key}".format(**locals()) + " must be string")
-                        if isinstance(data__matchLabels_value, str):
-                            data__matchLabels_value_len = len(data__matchLabels_value)
-                            if data__matchLabels_value_len > 63:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels.{data__matchLabels_key}".format(**locals()) + " must be shorter than or equal to 63 characters")
-                            if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__matchLabels_value):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels.{data__matchLabels_key}".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-                data__matchLabels_len = len(data__matchLabels)
-                if data__matchLabels_len != 0:
-                    data__matchLabels_property_names = True
-                    for data__matchLabels_key in data__matchLabels:
-                        try:
-                            if isinstance(data__matchLabels_key, str):
-                                data__matchLabels_key_len = len(data__matchLabels_key)
-                                if data__matchLabels_key_len > 317:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must be shorter than or equal to 317 characters")
-                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__matchLabels_key):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-                        except JsonSchemaValueException:
-                            data__matchLabels_property_names = False
-                    if not data__matchLabels_property_names:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must be named by propertyName definition")
-        if "matchExpressions" in data_keys:
-            data_keys.remove("matchExpressions")
-            data__matchExpressions = data["matchExpressions"]
-            if not isinstance(data__matchExpressions, (list, tuple)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions must be array")
-            data__matchExpressions_is_list = isinstance(data__matchExpressions, (list, tuple))
-            if data__matchExpressions_is_list:
-                data__matchExpressions_len = len(data__matchExpressions)
-                for data__matchExpressions_x, data__matchExpressions_item in enumerate(data__matchExpressions):
-                    if not isinstance(data__matchExpressions_item, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must be object")
-                    try:
-                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
-                        if data__matchExpressions_item_is_dict:
-                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
-                            if "operator" in data__matchExpressions_item_keys:
-                                data__matchExpressions_item_keys.remove("operator")
-                                data__matchExpressions_item__operator = data__matchExpressions_item["operator"]
-                                if data__matchExpressions_item__operator not in ['In', 'NotIn']:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].operator".format(**locals()) + " must be one of ['In', 'NotIn']")
-                    except JsonSchemaValueException:
-                        pass
-                    else:
-                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
-                        if data__matchExpressions_item_is_dict:
-                            data__matchExpressions_item__missing_keys = set(['values']) - data__matchExpressions_item.keys()
-                            if data__matchExpressions_item__missing_keys:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must contain ")
-                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
-                            if "values" in data__matchExpressions_item_keys:
-                                data__matchExpressions_item_keys.remove("values")
-                                data__matchExpressions_item__values = data__matchExpressions_item["values"]
-                                if not isinstance(data__matchExpressions_item__values, (list, tuple)):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must be array")
-                                data__matchExpressions_item__values_is_list = isinstance(data__matchExpressions_item__values, (list, tuple))
-                                if data__matchExpressions_item__values_is_list:
-                                    data__matchExpressions_item__values_len = len(data__matchExpressions_item__values)
-                                    if data__matchExpressions_item__values_len < 1:
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must contain at least 1 items")
-                    try:
-                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
-                        if data__matchExpressions_item_is_dict:
-                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
-                            if "operator" in data__matchExpressions_item_keys:
-                                data__matchExpressions_item_keys.remove("operator")
-                                data__matchExpressions_item__operator = data__matchExpressions_item["operator"]
-                                if data__matchExpressions_item__operator not in ['Exists', 'DoesNotExist']:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].operator".format(**locals()) + " must be one of ['Exists', 'DoesNotExist']")
-                    except JsonSchemaValueException:
-                        pass
-                    else:
-                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
-                        if data__matchExpressions_item_is_dict:
-                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
-                            if "values" in data__matchExpressions_item_keys:
-                                data__matchExpressions_item_keys.remove("values")
-                                data__matchExpressions_item__values = data__matchExpressions_item["values"]
-                                data__matchExpressions_item__values_is_list = isinstance(data__matchExpressions_item__values, (list, tuple))
-                                if data__matchExpressions_item__values_is_list:
-                                    data__matchExpressions_item__values_len = len(data__matchExpressions_item__values)
-                                    if data__matchExpressions_item__values_len > 0:
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must contain less than or equal to 0 items")
-                    data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
-                    if data__matchExpressions_item_is_dict:
-                        data__matchExpressions_item__missing_keys = set(['key', 'operator']) - data__matchExpressions_item.keys()
-                        if data__matchExpressions_item__missing_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must contain ")
-                        data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
-                        if "key" in data__matchExpressions_item_keys:
-                            data__matchExpressions_item_keys.remove("key")
-                            data__matchExpressions_item__key = data__matchExpressions_item["key"]
-                            if not isinstance(data__matchExpressions_item__key, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].key".format(**locals()) + " must be string")
-                            if isinstance(data__matchExpressions_item__key, str):
-                                data__matchExpressions_item__key_len = len(data__matchExpressions_item__key)
-                                if data__matchExpressions_item__key_len > 317:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].key".format(**locals()) + " must be shorter than or equal to 317 characters")
-                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__matchExpressions_item__key):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].key".format(**locals()) + " must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-                        if "operator" in data__matchExpressions_item_keys:
-                            data__matchExpressions_item_keys.remove("operator")
-                            data__matchExpressions_item__operator = data__matchExpressions_item["operator"]
-                            if data__matchExpressions_item__operator not in ['In', 'NotIn', 'Exists', 'DoesNotExist']:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].operator".format(**locals()) + " must be one of ['In', 'NotIn', 'Exists', 'DoesNotExist']")
-                        if "values" in data__matchExpressions_item_keys:
-                            data__matchExpressions_item_keys.remove("values")
-                            data__matchExpressions_item__values = data__matchExpressions_item["values"]
-                            if not isinstance(data__matchExpressions_item__values, (list, tuple, NoneType)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must be array or null")
-                            data__matchExpressions_item__values_is_list = isinstance(data__matchExpressions_item__values, (list, tuple))
-                            if data__matchExpressions_item__values_is_list:
-                                data__matchExpressions_item__values_len = len(data__matchExpressions_item__values)
-                                for data__matchExpressions_item__values_x, data__matchExpressions_item__values_item in enumerate(data__matchExpressions_item__values):
-                                    if not isinstance(data__matchExpressions_item__values_item, (str)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must be string")
-                                    if isinstance(data__matchExpressions_item__values_item, str):
-                                        data__matchExpressions_item__values_item_len = len(data__matchExpressions_item__values_item)
-                                        if data__matchExpressions_item__values_item_len > 63:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must be shorter than or equal to 63 characters")
-                                        if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__matchExpressions_item__values_item):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
 def validate___definitions_roledrain(data, custom_formats={}, name_prefix=None):
@@ -4436,6 +4489,669 @@ def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
+def validate___definitions_labelselector(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "matchLabels" in data_keys:
+            data_keys.remove("matchLabels")
+            data__matchLabels = data["matchLabels"]
+            if not isinstance(data__matchLabels, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must be object")
+            data__matchLabels_is_dict = isinstance(data__matchLabels, dict)
+            if data__matchLabels_is_dict:
+                data__matchLabels_keys = set(data__matchLabels.keys())
+                for data__matchLabels_key in data__matchLabels_keys:
+                    if data__matchLabels_key not in []:
+                        data__matchLabels_value = data__matchLabels.get(data__matchLabels_key)
+                        if not isinstance(data__matchLabels_value, (str)):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels.{data__matchLabels_key}".format(**locals()) + " must be string")
+                        if isinstance(data__matchLabels_value, str):
+                            data__matchLabels_value_len = len(data__matchLabels_value)
+                            if data__matchLabels_value_len > 63:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels.{data__matchLabels_key}".format(**locals()) + " must be shorter than or equal to 63 characters")
+                            if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__matchLabels_value):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels.{data__matchLabels_key}".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+                data__matchLabels_len = len(data__matchLabels)
+                if data__matchLabels_len != 0:
+                    data__matchLabels_property_names = True
+                    for data__matchLabels_key in data__matchLabels:
+                        try:
+                            if isinstance(data__matchLabels_key, str):
+                                data__matchLabels_key_len = len(data__matchLabels_key)
+                                if data__matchLabels_key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__matchLabels_key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        except JsonSchemaValueException:
+                            data__matchLabels_property_names = False
+                    if not data__matchLabels_property_names:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchLabels must be named by propertyName definition")
+        if "matchExpressions" in data_keys:
+            data_keys.remove("matchExpressions")
+            data__matchExpressions = data["matchExpressions"]
+            if not isinstance(data__matchExpressions, (list, tuple)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions must be array")
+            data__matchExpressions_is_list = isinstance(data__matchExpressions, (list, tuple))
+            if data__matchExpressions_is_list:
+                data__matchExpressions_len = len(data__matchExpressions)
+                for data__matchExpressions_x, data__matchExpressions_item in enumerate(data__matchExpressions):
+                    if not isinstance(data__matchExpressions_item, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must be object")
+                    try:
+                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
+                        if data__matchExpressions_item_is_dict:
+                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
+                            if "operator" in data__matchExpressions_item_keys:
+                                data__matchExpressions_item_keys.remove("operator")
+                                data__matchExpressions_item__operator = data__matchExpressions_item["operator"]
+                                if data__matchExpressions_item__operator not in ['In', 'NotIn']:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].operator".format(**locals()) + " must be one of ['In', 'NotIn']")
+                    except JsonSchemaValueException:
+                        pass
+                    else:
+                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
+                        if data__matchExpressions_item_is_dict:
+                            data__matchExpressions_item__missing_keys = set(['values']) - data__matchExpressions_item.keys()
+                            if data__matchExpressions_item__missing_keys:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must contain ")
+                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
+                            if "values" in data__matchExpressions_item_keys:
+                                data__matchExpressions_item_keys.remove("values")
+                                data__matchExpressions_item__values = data__matchExpressions_item["values"]
+                                if not isinstance(data__matchExpressions_item__values, (list, tuple)):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must be array")
+                                data__matchExpressions_item__values_is_list = isinstance(data__matchExpressions_item__values, (list, tuple))
+                                if data__matchExpressions_item__values_is_list:
+                                    data__matchExpressions_item__values_len = len(data__matchExpressions_item__values)
+                                    if data__matchExpressions_item__values_len < 1:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must contain at least 1 items")
+                    try:
+                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
+                        if data__matchExpressions_item_is_dict:
+                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
+                            if "operator" in data__matchExpressions_item_keys:
+                                data__matchExpressions_item_keys.remove("operator")
+                                data__matchExpressions_item__operator = data__matchExpressions_item["operator"]
+                                if data__matchExpressions_item__operator not in ['Exists', 'DoesNotExist']:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].operator".format(**locals()) + " must be one of ['Exists', 'DoesNotExist']")
+                    except JsonSchemaValueException:
+                        pass
+                    else:
+                        data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
+                        if data__matchExpressions_item_is_dict:
+                            data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
+                            if "values" in data__matchExpressions_item_keys:
+                                data__matchExpressions_item_keys.remove("values")
+                                data__matchExpressions_item__values = data__matchExpressions_item["values"]
+                                data__matchExpressions_item__values_is_list = isinstance(data__matchExpressions_item__values, (list, tuple))
+                                if data__matchExpressions_item__values_is_list:
+                                    data__matchExpressions_item__values_len = len(data__matchExpressions_item__values)
+                                    if data__matchExpressions_item__values_len > 0:
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must contain less than or equal to 0 items")
+                    data__matchExpressions_item_is_dict = isinstance(data__matchExpressions_item, dict)
+                    if data__matchExpressions_item_is_dict:
+                        data__matchExpressions_item__missing_keys = set(['key', 'operator']) - data__matchExpressions_item.keys()
+                        if data__matchExpressions_item__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must contain ")
+                        data__matchExpressions_item_keys = set(data__matchExpressions_item.keys())
+                        if "key" in data__matchExpressions_item_keys:
+                            data__matchExpressions_item_keys.remove("key")
+                            data__matchExpressions_item__key = data__matchExpressions_item["key"]
+                            if not isinstance(data__matchExpressions_item__key, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].key".format(**locals()) + " must be string")
+                            if isinstance(data__matchExpressions_item__key, str):
+                                data__matchExpressions_item__key_len = len(data__matchExpressions_item__key)
+                                if data__matchExpressions_item__key_len > 317:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].key".format(**locals()) + " must be shorter than or equal to 317 characters")
+                                if not REGEX_PATTERNS['^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'].search(data__matchExpressions_item__key):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].key".format(**locals()) + " must match pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                        if "operator" in data__matchExpressions_item_keys:
+                            data__matchExpressions_item_keys.remove("operator")
+                            data__matchExpressions_item__operator = data__matchExpressions_item["operator"]
+                            if data__matchExpressions_item__operator not in ['In', 'NotIn', 'Exists', 'DoesNotExist']:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].operator".format(**locals()) + " must be one of ['In', 'NotIn', 'Exists', 'DoesNotExist']")
+                        if "values" in data__matchExpressions_item_keys:
+                            data__matchExpressions_item_keys.remove("values")
+                            data__matchExpressions_item__values = data__matchExpressions_item["values"]
+                            if not isinstance(data__matchExpressions_item__values, (list, tuple, NoneType)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values".format(**locals()) + " must be array or null")
+                            data__matchExpressions_item__values_is_list = isinstance(data__matchExpressions_item__values, (list, tuple))
+                            if data__matchExpressions_item__values_is_list:
+                                data__matchExpressions_item__values_len = len(data__matchExpressions_item__values)
+                                for data__matchExpressions_item__values_x, data__matchExpressions_item__values_item in enumerate(data__matchExpressions_item__values):
+                                    if not isinstance(data__matchExpressions_item__values_item, (str)):
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must be string")
+                                    if isinstance(data__matchExpressions_item__values_item, str):
+                                        data__matchExpressions_item__values_item_len = len(data__matchExpressions_item__values_item)
+                                        if data__matchExpressions_item__values_item_len > 63:
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must be shorter than or equal to 63 characters")
+                                        if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__matchExpressions_item__values_item):
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must match pattern ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+                        if data__matchExpressions_item_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must not contain "+str(data__matchExpressions_item_keys)+" properties")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_securitycontext(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "runAsUser" in data_keys:
+            data_keys.remove("runAsUser")
+            data__runAsUser = data["runAsUser"]
+            if not isinstance(data__runAsUser, (int, NoneType)) and not (isinstance(data__runAsUser, float) and data__runAsUser.is_integer()) or isinstance(data__runAsUser, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUser must be integer or null")
+            if isinstance(data__runAsUser, (int, float, Decimal)):
+                if data__runAsUser < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUser must be bigger than or equal to 0")
+                if data__runAsUser > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUser must be smaller than or equal to 2147483647")
+        if "runAsGroup" in data_keys:
+            data_keys.remove("runAsGroup")
+            data__runAsGroup = data["runAsGroup"]
+            if not isinstance(data__runAsGroup, (int, NoneType)) and not (isinstance(data__runAsGroup, float) and data__runAsGroup.is_integer()) or isinstance(data__runAsGroup, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsGroup must be integer or null")
+            if isinstance(data__runAsGroup, (int, float, Decimal)):
+                if data__runAsGroup < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsGroup must be bigger than or equal to 0")
+                if data__runAsGroup > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsGroup must be smaller than or equal to 2147483647")
+        if "runAsNonRoot" in data_keys:
+            data_keys.remove("runAsNonRoot")
+            data__runAsNonRoot = data["runAsNonRoot"]
+            if not isinstance(data__runAsNonRoot, (bool, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsNonRoot must be boolean or null")
+        if "allowPrivilegeEscalation" in data_keys:
+            data_keys.remove("allowPrivilegeEscalation")
+            data__allowPrivilegeEscalation = data["allowPrivilegeEscalation"]
+            if not isinstance(data__allowPrivilegeEscalation, (bool, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".allowPrivilegeEscalation must be boolean or null")
+        if "privileged" in data_keys:
+            data_keys.remove("privileged")
+            data__privileged = data["privileged"]
+            if not isinstance(data__privileged, (bool, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".privileged must be boolean or null")
+        if "readOnlyRootFilesystem" in data_keys:
+            data_keys.remove("readOnlyRootFilesystem")
+            data__readOnlyRootFilesystem = data["readOnlyRootFilesystem"]
+            if not isinstance(data__readOnlyRootFilesystem, (bool, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".readOnlyRootFilesystem must be boolean or null")
+        if "capabilities" in data_keys:
+            data_keys.remove("capabilities")
+            data__capabilities = data["capabilities"]
+            if not isinstance(data__capabilities, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".capabilities must be object or null")
+            data__capabilities_is_dict = isinstance(data__capabilities, dict)
+            if data__capabilities_is_dict:
+                data__capabilities_keys = set(data__capabilities.keys())
+                if "add" in data__capabilities_keys:
+                    data__capabilities_keys.remove("add")
+                    data__capabilities__add = data__capabilities["add"]
+                    if not isinstance(data__capabilities__add, (list, tuple, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".capabilities.add must be array or null")
+                    data__capabilities__add_is_list = isinstance(data__capabilities__add, (list, tuple))
+                    if data__capabilities__add_is_list:
+                        data__capabilities__add_len = len(data__capabilities__add)
+                        for data__capabilities__add_x, data__capabilities__add_item in enumerate(data__capabilities__add):
+                            if not isinstance(data__capabilities__add_item, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".capabilities.add[{data__capabilities__add_x}]".format(**locals()) + " must be string")
+                if "drop" in data__capabilities_keys:
+                    data__capabilities_keys.remove("drop")
+                    data__capabilities__drop = data__capabilities["drop"]
+                    if not isinstance(data__capabilities__drop, (list, tuple, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".capabilities.drop must be array or null")
+                    data__capabilities__drop_is_list = isinstance(data__capabilities__drop, (list, tuple))
+                    if data__capabilities__drop_is_list:
+                        data__capabilities__drop_len = len(data__capabilities__drop)
+                        for data__capabilities__drop_x, data__capabilities__drop_item in enumerate(data__capabilities__drop):
+                            if not isinstance(data__capabilities__drop_item, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".capabilities.drop[{data__capabilities__drop_x}]".format(**locals()) + " must be string")
+                if data__capabilities_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".capabilities must not contain "+str(data__capabilities_keys)+" properties")
+        if "procMount" in data_keys:
+            data_keys.remove("procMount")
+            data__procMount = data["procMount"]
+            if data__procMount not in ['Default', 'Unmasked', None]:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".procMount must be one of ['Default', 'Unmasked', None]")
+        if "seccompProfile" in data_keys:
+            data_keys.remove("seccompProfile")
+            data__seccompProfile = data["seccompProfile"]
+            if not isinstance(data__seccompProfile, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must be object or null")
+            try:
+                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
+                if data__seccompProfile_is_dict:
+                    data__seccompProfile_keys = set(data__seccompProfile.keys())
+                    if "type" in data__seccompProfile_keys:
+                        data__seccompProfile_keys.remove("type")
+                        data__seccompProfile__type = data__seccompProfile["type"]
+                        if data__seccompProfile__type not in ['Localhost']:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['Localhost']")
+            except JsonSchemaValueException:
+                pass
+            else:
+                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
+                if data__seccompProfile_is_dict:
+                    data__seccompProfile__missing_keys = set(['localhostProfile']) - data__seccompProfile.keys()
+                    if data__seccompProfile__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
+                    data__seccompProfile_keys = set(data__seccompProfile.keys())
+                    if "localhostProfile" in data__seccompProfile_keys:
+                        data__seccompProfile_keys.remove("localhostProfile")
+                        data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
+                        if not isinstance(data__seccompProfile__localhostProfile, (str)):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string")
+                        if isinstance(data__seccompProfile__localhostProfile, str):
+                            data__seccompProfile__localhostProfile_len = len(data__seccompProfile__localhostProfile)
+                            if data__seccompProfile__localhostProfile_len < 1:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be longer than or equal to 1 characters")
+            data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
+            if data__seccompProfile_is_dict:
+                data__seccompProfile__missing_keys = set(['type']) - data__seccompProfile.keys()
+                if data__seccompProfile__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
+                data__seccompProfile_keys = set(data__seccompProfile.keys())
+                if "type" in data__seccompProfile_keys:
+                    data__seccompProfile_keys.remove("type")
+                    data__seccompProfile__type = data__seccompProfile["type"]
+                    if data__seccompProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
+                if "localhostProfile" in data__seccompProfile_keys:
+                    data__seccompProfile_keys.remove("localhostProfile")
+                    data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
+                    if not isinstance(data__seccompProfile__localhostProfile, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string or null")
+                if data__seccompProfile_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must not contain "+str(data__seccompProfile_keys)+" properties")
+        if "appArmorProfile" in data_keys:
+            data_keys.remove("appArmorProfile")
+            data__appArmorProfile = data["appArmorProfile"]
+            if not isinstance(data__appArmorProfile, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must be object or null")
+            try:
+                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
+                if data__appArmorProfile_is_dict:
+                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
+                    if "type" in data__appArmorProfile_keys:
+                        data__appArmorProfile_keys.remove("type")
+                        data__appArmorProfile__type = data__appArmorProfile["type"]
+                        if data__appArmorProfile__type not in ['Localhost']:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['Localhost']")
+            except JsonSchemaValueException:
+                pass
+            else:
+                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
+                if data__appArmorProfile_is_dict:
+                    data__appArmorProfile__missing_keys = set(['localhostProfile']) - data__appArmorProfile.keys()
+                    if data__appArmorProfile__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
+                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
+                    if "localhostProfile" in data__appArmorProfile_keys:
+                        data__appArmorProfile_keys.remove("localhostProfile")
+                        data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
+                        if not isinstance(data__appArmorProfile__localhostProfile, (str)):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string")
+                        if isinstance(data__appArmorProfile__localhostProfile, str):
+                            data__appArmorProfile__localhostProfile_len = len(data__appArmorProfile__localhostProfile)
+                            if data__appArmorProfile__localhostProfile_len < 1:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be longer than or equal to 1 characters")
+            data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
+            if data__appArmorProfile_is_dict:
+                data__appArmorProfile__missing_keys = set(['type']) - data__appArmorProfile.keys()
+                if data__appArmorProfile__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
+                data__appArmorProfile_keys = set(data__appArmorProfile.keys())
+                if "type" in data__appArmorProfile_keys:
+                    data__appArmorProfile_keys.remove("type")
+                    data__appArmorProfile__type = data__appArmorProfile["type"]
+                    if data__appArmorProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
+                if "localhostProfile" in data__appArmorProfile_keys:
+                    data__appArmorProfile_keys.remove("localhostProfile")
+                    data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
+                    if not isinstance(data__appArmorProfile__localhostProfile, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string or null")
+                if data__appArmorProfile_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must not contain "+str(data__appArmorProfile_keys)+" properties")
+        if "seLinuxOptions" in data_keys:
+            data_keys.remove("seLinuxOptions")
+            data__seLinuxOptions = data["seLinuxOptions"]
+            if not isinstance(data__seLinuxOptions, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must be object or null")
+            data__seLinuxOptions_is_dict = isinstance(data__seLinuxOptions, dict)
+            if data__seLinuxOptions_is_dict:
+                data__seLinuxOptions_keys = set(data__seLinuxOptions.keys())
+                if "user" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("user")
+                    data__seLinuxOptions__user = data__seLinuxOptions["user"]
+                    if not isinstance(data__seLinuxOptions__user, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.user must be string or null")
+                if "role" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("role")
+                    data__seLinuxOptions__role = data__seLinuxOptions["role"]
+                    if not isinstance(data__seLinuxOptions__role, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.role must be string or null")
+                if "type" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("type")
+                    data__seLinuxOptions__type = data__seLinuxOptions["type"]
+                    if not isinstance(data__seLinuxOptions__type, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.type must be string or null")
+                if "level" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("level")
+                    data__seLinuxOptions__level = data__seLinuxOptions["level"]
+                    if not isinstance(data__seLinuxOptions__level, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.level must be string or null")
+                if data__seLinuxOptions_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must not contain "+str(data__seLinuxOptions_keys)+" properties")
+        if "windowsOptions" in data_keys:
+            data_keys.remove("windowsOptions")
+            data__windowsOptions = data["windowsOptions"]
+            if not isinstance(data__windowsOptions, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must be object or null")
+            data__windowsOptions_is_dict = isinstance(data__windowsOptions, dict)
+            if data__windowsOptions_is_dict:
+                data__windowsOptions_keys = set(data__windowsOptions.keys())
+                if "gmsaCredentialSpecName" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("gmsaCredentialSpecName")
+                    data__windowsOptions__gmsaCredentialSpecName = data__windowsOptions["gmsaCredentialSpecName"]
+                    if not isinstance(data__windowsOptions__gmsaCredentialSpecName, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpecName must be string or null")
+                if "gmsaCredentialSpec" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("gmsaCredentialSpec")
+                    data__windowsOptions__gmsaCredentialSpec = data__windowsOptions["gmsaCredentialSpec"]
+                    if not isinstance(data__windowsOptions__gmsaCredentialSpec, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpec must be string or null")
+                if "runAsUserName" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("runAsUserName")
+                    data__windowsOptions__runAsUserName = data__windowsOptions["runAsUserName"]
+                    if not isinstance(data__windowsOptions__runAsUserName, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.runAsUserName must be string or null")
+                if "hostProcess" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("hostProcess")
+                    data__windowsOptions__hostProcess = data__windowsOptions["hostProcess"]
+                    if not isinstance(data__windowsOptions__hostProcess, (bool, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.hostProcess must be boolean or null")
+                if data__windowsOptions_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must not contain "+str(data__windowsOptions_keys)+" properties")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_podsecuritycontext(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "runAsUser" in data_keys:
+            data_keys.remove("runAsUser")
+            data__runAsUser = data["runAsUser"]
+            if not isinstance(data__runAsUser, (int, NoneType)) and not (isinstance(data__runAsUser, float) and data__runAsUser.is_integer()) or isinstance(data__runAsUser, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUser must be integer or null")
+            if isinstance(data__runAsUser, (int, float, Decimal)):
+                if data__runAsUser < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUser must be bigger than or equal to 0")
+                if data__runAsUser > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUser must be smaller than or equal to 2147483647")
+        if "runAsGroup" in data_keys:
+            data_keys.remove("runAsGroup")
+            data__runAsGroup = data["runAsGroup"]
+            if not isinstance(data__runAsGroup, (int, NoneType)) and not (isinstance(data__runAsGroup, float) and data__runAsGroup.is_integer()) or isinstance(data__runAsGroup, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsGroup must be integer or null")
+            if isinstance(data__runAsGroup, (int, float, Decimal)):
+                if data__runAsGroup < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsGroup must be bigger than or equal to 0")
+                if data__runAsGroup > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsGroup must be smaller than or equal to 2147483647")
+        if "runAsNonRoot" in data_keys:
+            data_keys.remove("runAsNonRoot")
+            data__runAsNonRoot = data["runAsNonRoot"]
+            if not isinstance(data__runAsNonRoot, (bool, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsNonRoot must be boolean or null")
+        if "fsGroup" in data_keys:
+            data_keys.remove("fsGroup")
+            data__fsGroup = data["fsGroup"]
+            if not isinstance(data__fsGroup, (int, NoneType)) and not (isinstance(data__fsGroup, float) and data__fsGroup.is_integer()) or isinstance(data__fsGroup, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".fsGroup must be integer or null")
+            if isinstance(data__fsGroup, (int, float, Decimal)):
+                if data__fsGroup < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".fsGroup must be bigger than or equal to 0")
+                if data__fsGroup > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".fsGroup must be smaller than or equal to 2147483647")
+        if "fsGroupChangePolicy" in data_keys:
+            data_keys.remove("fsGroupChangePolicy")
+            data__fsGroupChangePolicy = data["fsGroupChangePolicy"]
+            if data__fsGroupChangePolicy not in ['OnRootMismatch', 'Always', None]:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".fsGroupChangePolicy must be one of ['OnRootMismatch', 'Always', None]")
+        if "supplementalGroups" in data_keys:
+            data_keys.remove("supplementalGroups")
+            data__supplementalGroups = data["supplementalGroups"]
+            if not isinstance(data__supplementalGroups, (list, tuple, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".supplementalGroups must be array or null")
+            data__supplementalGroups_is_list = isinstance(data__supplementalGroups, (list, tuple))
+            if data__supplementalGroups_is_list:
+                data__supplementalGroups_len = len(data__supplementalGroups)
+                for data__supplementalGroups_x, data__supplementalGroups_item in enumerate(data__supplementalGroups):
+                    if not isinstance(data__supplementalGroups_item, (int)) and not (isinstance(data__supplementalGroups_item, float) and data__supplementalGroups_item.is_integer()) or isinstance(data__supplementalGroups_item, bool):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".supplementalGroups[{data__supplementalGroups_x}]".format(**locals()) + " must be integer")
+                    if isinstance(data__supplementalGroups_item, (int, float, Decimal)):
+                        if data__supplementalGroups_item < 0:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".supplementalGroups[{data__supplementalGroups_x}]".format(**locals()) + " must be bigger than or equal to 0")
+                        if data__supplementalGroups_item > 2147483647:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".supplementalGroups[{data__supplementalGroups_x}]".format(**locals()) + " must be smaller than or equal to 2147483647")
+        if "supplementalGroupsPolicy" in data_keys:
+            data_keys.remove("supplementalGroupsPolicy")
+            data__supplementalGroupsPolicy = data["supplementalGroupsPolicy"]
+            if data__supplementalGroupsPolicy not in ['Merge', 'Strict', None]:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".supplementalGroupsPolicy must be one of ['Merge', 'Strict', None]")
+        if "sysctls" in data_keys:
+            data_keys.remove("sysctls")
+            data__sysctls = data["sysctls"]
+            if not isinstance(data__sysctls, (list, tuple, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls must be array or null")
+            data__sysctls_is_list = isinstance(data__sysctls, (list, tuple))
+            if data__sysctls_is_list:
+                data__sysctls_len = len(data__sysctls)
+                for data__sysctls_x, data__sysctls_item in enumerate(data__sysctls):
+                    if not isinstance(data__sysctls_item, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls[{data__sysctls_x}]".format(**locals()) + " must be object")
+                    data__sysctls_item_is_dict = isinstance(data__sysctls_item, dict)
+                    if data__sysctls_item_is_dict:
+                        data__sysctls_item__missing_keys = set(['name', 'value']) - data__sysctls_item.keys()
+                        if data__sysctls_item__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls[{data__sysctls_x}]".format(**locals()) + " must contain ")
+                        data__sysctls_item_keys = set(data__sysctls_item.keys())
+                        if "name" in data__sysctls_item_keys:
+                            data__sysctls_item_keys.remove("name")
+                            data__sysctls_item__name = data__sysctls_item["name"]
+                            if not isinstance(data__sysctls_item__name, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls[{data__sysctls_x}].name".format(**locals()) + " must be string")
+                            if isinstance(data__sysctls_item__name, str):
+                                data__sysctls_item__name_len = len(data__sysctls_item__name)
+                                if data__sysctls_item__name_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls[{data__sysctls_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                        if "value" in data__sysctls_item_keys:
+                            data__sysctls_item_keys.remove("value")
+                            data__sysctls_item__value = data__sysctls_item["value"]
+                            if not isinstance(data__sysctls_item__value, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls[{data__sysctls_x}].value".format(**locals()) + " must be string")
+                        if data__sysctls_item_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sysctls[{data__sysctls_x}]".format(**locals()) + " must not contain "+str(data__sysctls_item_keys)+" properties")
+        if "seccompProfile" in data_keys:
+            data_keys.remove("seccompProfile")
+            data__seccompProfile = data["seccompProfile"]
+            if not isinstance(data__seccompProfile, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must be object or null")
+            try:
+                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
+                if data__seccompProfile_is_dict:
+                    data__seccompProfile_keys = set(data__seccompProfile.keys())
+                    if "type" in data__seccompProfile_keys:
+                        data__seccompProfile_keys.remove("type")
+                        data__seccompProfile__type = data__seccompProfile["type"]
+                        if data__seccompProfile__type not in ['Localhost']:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['Localhost']")
+            except JsonSchemaValueException:
+                pass
+            else:
+                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
+                if data__seccompProfile_is_dict:
+                    data__seccompProfile__missing_keys = set(['localhostProfile']) - data__seccompProfile.keys()
+                    if data__seccompProfile__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
+                    data__seccompProfile_keys = set(data__seccompProfile.keys())
+                    if "localhostProfile" in data__seccompProfile_keys:
+                        data__seccompProfile_keys.remove("localhostProfile")
+                        data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
+                        if not isinstance(data__seccompProfile__localhostProfile, (str)):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string")
+                        if isinstance(data__seccompProfile__localhostProfile, str):
+                            data__seccompProfile__localhostProfile_len = len(data__seccompProfile__localhostProfile)
+                            if data__seccompProfile__localhostProfile_len < 1:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be longer than or equal to 1 characters")
+            data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
+            if data__seccompProfile_is_dict:
+                data__seccompProfile__missing_keys = set(['type']) - data__seccompProfile.keys()
+                if data__seccompProfile__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
+                data__seccompProfile_keys = set(data__seccompProfile.keys())
+                if "type" in data__seccompProfile_keys:
+                    data__seccompProfile_keys.remove("type")
+                    data__seccompProfile__type = data__seccompProfile["type"]
+                    if data__seccompProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
+                if "localhostProfile" in data__seccompProfile_keys:
+                    data__seccompProfile_keys.remove("localhostProfile")
+                    data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
+                    if not isinstance(data__seccompProfile__localhostProfile, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string or null")
+                if data__seccompProfile_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must not contain "+str(data__seccompProfile_keys)+" properties")
+        if "appArmorProfile" in data_keys:
+            data_keys.remove("appArmorProfile")
+            data__appArmorProfile = data["appArmorProfile"]
+            if not isinstance(data__appArmorProfile, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must be object or null")
+            try:
+                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
+                if data__appArmorProfile_is_dict:
+                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
+                    if "type" in data__appArmorProfile_keys:
+                        data__appArmorProfile_keys.remove("type")
+                        data__appArmorProfile__type = data__appArmorProfile["type"]
+                        if data__appArmorProfile__type not in ['Localhost']:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['Localhost']")
+            except JsonSchemaValueException:
+                pass
+            else:
+                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
+                if data__appArmorProfile_is_dict:
+                    data__appArmorProfile__missing_keys = set(['localhostProfile']) - data__appArmorProfile.keys()
+                    if data__appArmorProfile__missing_keys:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
+                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
+                    if "localhostProfile" in data__appArmorProfile_keys:
+                        data__appArmorProfile_keys.remove("localhostProfile")
+                        data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
+                        if not isinstance(data__appArmorProfile__localhostProfile, (str)):
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string")
+                        if isinstance(data__appArmorProfile__localhostProfile, str):
+                            data__appArmorProfile__localhostProfile_len = len(data__appArmorProfile__localhostProfile)
+                            if data__appArmorProfile__localhostProfile_len < 1:
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be longer than or equal to 1 characters")
+            data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
+            if data__appArmorProfile_is_dict:
+                data__appArmorProfile__missing_keys = set(['type']) - data__appArmorProfile.keys()
+                if data__appArmorProfile__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
+                data__appArmorProfile_keys = set(data__appArmorProfile.keys())
+                if "type" in data__appArmorProfile_keys:
+                    data__appArmorProfile_keys.remove("type")
+                    data__appArmorProfile__type = data__appArmorProfile["type"]
+                    if data__appArmorProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
+                if "localhostProfile" in data__appArmorProfile_keys:
+                    data__appArmorProfile_keys.remove("localhostProfile")
+                    data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
+                    if not isinstance(data__appArmorProfile__localhostProfile, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string or null")
+                if data__appArmorProfile_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must not contain "+str(data__appArmorProfile_keys)+" properties")
+        if "seLinuxOptions" in data_keys:
+            data_keys.remove("seLinuxOptions")
+            data__seLinuxOptions = data["seLinuxOptions"]
+            if not isinstance(data__seLinuxOptions, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must be object or null")
+            data__seLinuxOptions_is_dict = isinstance(data__seLinuxOptions, dict)
+            if data__seLinuxOptions_is_dict:
+                data__seLinuxOptions_keys = set(data__seLinuxOptions.keys())
+                if "user" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("user")
+                    data__seLinuxOptions__user = data__seLinuxOptions["user"]
+                    if not isinstance(data__seLinuxOptions__user, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.user must be string or null")
+                if "role" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("role")
+                    data__seLinuxOptions__role = data__seLinuxOptions["role"]
+                    if not isinstance(data__seLinuxOptions__role, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.role must be string or null")
+                if "type" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("type")
+                    data__seLinuxOptions__type = data__seLinuxOptions["type"]
+                    if not isinstance(data__seLinuxOptions__type, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.type must be string or null")
+                if "level" in data__seLinuxOptions_keys:
+                    data__seLinuxOptions_keys.remove("level")
+                    data__seLinuxOptions__level = data__seLinuxOptions["level"]
+                    if not isinstance(data__seLinuxOptions__level, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.level must be string or null")
+                if data__seLinuxOptions_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must not contain "+str(data__seLinuxOptions_keys)+" properties")
+        if "seLinuxChangePolicy" in data_keys:
+            data_keys.remove("seLinuxChangePolicy")
+            data__seLinuxChangePolicy = data["seLinuxChangePolicy"]
+            if data__seLinuxChangePolicy not in ['MountOption', 'Recursive', None]:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxChangePolicy must be one of ['MountOption', 'Recursive', None]")
+        if "windowsOptions" in data_keys:
+            data_keys.remove("windowsOptions")
+            data__windowsOptions = data["windowsOptions"]
+            if not isinstance(data__windowsOptions, (dict, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must be object or null")
+            data__windowsOptions_is_dict = isinstance(data__windowsOptions, dict)
+            if data__windowsOptions_is_dict:
+                data__windowsOptions_keys = set(data__windowsOptions.keys())
+                if "gmsaCredentialSpecName" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("gmsaCredentialSpecName")
+                    data__windowsOptions__gmsaCredentialSpecName = data__windowsOptions["gmsaCredentialSpecName"]
+                    if not isinstance(data__windowsOptions__gmsaCredentialSpecName, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpecName must be string or null")
+                if "gmsaCredentialSpec" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("gmsaCredentialSpec")
+                    data__windowsOptions__gmsaCredentialSpec = data__windowsOptions["gmsaCredentialSpec"]
+                    if not isinstance(data__windowsOptions__gmsaCredentialSpec, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpec must be string or null")
+                if "runAsUserName" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("runAsUserName")
+                    data__windowsOptions__runAsUserName = data__windowsOptions["runAsUserName"]
+                    if not isinstance(data__windowsOptions__runAsUserName, (str, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.runAsUserName must be string or null")
+                if "hostProcess" in data__windowsOptions_keys:
+                    data__windowsOptions_keys.remove("hostProcess")
+                    data__windowsOptions__hostProcess = data__windowsOptions["hostProcess"]
+                    if not isinstance(data__windowsOptions__hostProcess, (bool, NoneType)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.hostProcess must be boolean or null")
+                if data__windowsOptions_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must not contain "+str(data__windowsOptions_keys)+" properties")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
 def validate___definitions_probehandlers_heartbeat(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
@@ -4502,8 +5218,8 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count33 = 0
-            if not data__port_any_of_count33:
+            data__port_any_of_count34 = 0
+            if not data__port_any_of_count34:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -4512,18 +5228,18 @@ def validate___definitions_probehandlers_tcpsocket(data, custom_formats={}, name
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count33 += 1
+                    data__port_any_of_count34 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count33:
+            if not data__port_any_of_count34:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count33 += 1
+                    data__port_any_of_count34 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count33:
+            if not data__port_any_of_count34:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -4551,8 +5267,8 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
         if "port" in data_keys:
             data_keys.remove("port")
             data__port = data["port"]
-            data__port_any_of_count34 = 0
-            if not data__port_any_of_count34:
+            data__port_any_of_count35 = 0
+            if not data__port_any_of_count35:
                 try:
                     if not isinstance(data__port, (int)) and not (isinstance(data__port, float) and data__port.is_integer()) or isinstance(data__port, bool):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be integer")
@@ -4561,18 +5277,18 @@ def validate___definitions_probehandlers_httpget(data, custom_formats={}, name_p
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be bigger than or equal to 1")
                         if data__port > 65535:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be smaller than or equal to 65535")
-                    data__port_any_of_count34 += 1
+                    data__port_any_of_count35 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count34:
+            if not data__port_any_of_count35:
                 try:
                     if not isinstance(data__port, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must be string")
                     if isinstance(data__port, str):
                         if not REGEX_PATTERNS['^[a-z0-9]([a-z0-9-]{0,13})$'].search(data__port):
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".port must match pattern ^[a-z0-9]([a-z0-9-]{0,13})$")
-                    data__port_any_of_count34 += 1
+                    data__port_any_of_count35 += 1
                 except JsonSchemaValueException: pass
-            if not data__port_any_of_count34:
+            if not data__port_any_of_count35:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + ".port cannot be validated by any definition")
         if "host" in data_keys:
             data_keys.remove("host")
@@ -4649,98 +5365,98 @@ def validate___definitions_probehandlers_exec(data, custom_formats={}, name_pref
 
 def validate___definitions_oneprobehandler(data, custom_formats={}, name_prefix=None):
     try:
-        data_any_of_count35 = 0
-        if not data_any_of_count35:
+        data_any_of_count36 = 0
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'httpGet']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['exec', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'tcpSocket']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['httpGet', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'grpc']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['tcpSocket', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             try:
                 data_is_dict = isinstance(data, dict)
                 if data_is_dict:
                     data__missing_keys = set(['grpc', 'heartbeat']) - data.keys()
                     if data__missing_keys:
                         raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
-                data_any_of_count35 += 1
+                data_any_of_count36 += 1
             except JsonSchemaValueException: pass
-        if not data_any_of_count35:
+        if not data_any_of_count36:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " cannot be validated by any definition")
     except JsonSchemaValueException: pass
     else:
@@ -4784,6 +5500,8 @@ def validate___definitions_affinity(data, custom_formats={}, name_prefix=None):
                                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms must contain at least 1 items")
                                 for data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution__nodeSelectorTerms_x, data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution__nodeSelectorTerms_item in enumerate(data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution__nodeSelectorTerms):
                                     validate___definitions_nodeselectorterm(data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution__nodeSelectorTerms_item, custom_formats, (name_prefix or "data") + ".nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution__nodeSelectorTerms_x}]".format(**locals()))
+                        if data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution must not contain "+str(data__nodeAffinity__requiredDuringSchedulingIgnoredDuringExecution_keys)+" properties")
                 if "preferredDuringSchedulingIgnoredDuringExecution" in data__nodeAffinity_keys:
                     data__nodeAffinity_keys.remove("preferredDuringSchedulingIgnoredDuringExecution")
                     data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution = data__nodeAffinity["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -4815,6 +5533,10 @@ def validate___definitions_affinity(data, custom_formats={}, name_prefix=None):
                                     data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("preference")
                                     data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__preference = data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["preference"]
                                     validate___definitions_nodeselectorterm(data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__preference, custom_formats, (name_prefix or "data") + ".nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].preference".format(**locals()))
+                                if data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must not contain "+str(data__nodeAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys)+" properties")
+                if data__nodeAffinity_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".nodeAffinity must not contain "+str(data__nodeAffinity_keys)+" properties")
         if "podAffinity" in data_keys:
             data_keys.remove("podAffinity")
             data__podAffinity = data["podAffinity"]
@@ -4864,6 +5586,10 @@ def validate___definitions_affinity(data, custom_formats={}, name_prefix=None):
                                     data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("podAffinityTerm")
                                     data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm = data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["podAffinityTerm"]
                                     validate___definitions_podaffinityterm(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm, custom_formats, (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].podAffinityTerm".format(**locals()))
+                                if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must not contain "+str(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys)+" properties")
+                if data__podAffinity_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity must not contain "+str(data__podAffinity_keys)+" properties")
         if "podAntiAffinity" in data_keys:
             data_keys.remove("podAntiAffinity")
             data__podAntiAffinity = data["podAntiAffinity"]
@@ -4913,6 +5639,12 @@ def validate___definitions_affinity(data, custom_formats={}, name_prefix=None):
                                     data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("podAffinityTerm")
                                     data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm = data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["podAffinityTerm"]
                                     validate___definitions_podaffinityterm(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm, custom_formats, (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].podAffinityTerm".format(**locals()))
+                                if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must not contain "+str(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys)+" properties")
+                if data__podAntiAffinity_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity must not contain "+str(data__podAntiAffinity_keys)+" properties")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
 def validate___definitions_podaffinityterm(data, custom_formats={}, name_prefix=None):
@@ -4984,6 +5716,8 @@ def validate___definitions_podaffinityterm(data, custom_formats={}, name_prefix=
                 for data__mismatchLabelKeys_x, data__mismatchLabelKeys_item in enumerate(data__mismatchLabelKeys):
                     if not isinstance(data__mismatchLabelKeys_item, (str)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".mismatchLabelKeys[{data__mismatchLabelKeys_x}]".format(**locals()) + " must be string")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
 def validate___definitions_nodeselectorterm(data, custom_formats={}, name_prefix=None):
@@ -5117,6 +5851,8 @@ def validate___definitions_nodeselectorterm(data, custom_formats={}, name_prefix
                                 for data__matchExpressions_item__values_x, data__matchExpressions_item__values_item in enumerate(data__matchExpressions_item__values):
                                     if not isinstance(data__matchExpressions_item__values_item, (str)):
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}].values[{data__matchExpressions_item__values_x}]".format(**locals()) + " must be string")
+                        if data__matchExpressions_item_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchExpressions[{data__matchExpressions_x}]".format(**locals()) + " must not contain "+str(data__matchExpressions_item_keys)+" properties")
         if "matchFields" in data_keys:
             data_keys.remove("matchFields")
             data__matchFields = data["matchFields"]
@@ -5165,6 +5901,10 @@ def validate___definitions_nodeselectorterm(data, custom_formats={}, name_prefix
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchFields[{data__matchFields_x}].values[{data__matchFields_item__values_x}]".format(**locals()) + " must be shorter than or equal to 253 characters")
                                         if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'].search(data__matchFields_item__values_item):
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchFields[{data__matchFields_x}].values[{data__matchFields_item__values_x}]".format(**locals()) + " must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+                        if data__matchFields_item_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".matchFields[{data__matchFields_x}]".format(**locals()) + " must not contain "+str(data__matchFields_item_keys)+" properties")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
 def validate___definitions_toleration(data, custom_formats={}, name_prefix=None):
@@ -5290,6 +6030,8 @@ def validate___definitions_toleration(data, custom_formats={}, name_prefix=None)
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".tolerationSeconds must be bigger than or equal to -9223372036854775808")
                 if data__tolerationSeconds > 9223372036854775807:
                     raise JsonSchemaValueException("" + (name_prefix or "data") + ".tolerationSeconds must be smaller than or equal to 9223372036854775807")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
 def validate___definitions_sidecars(data, custom_formats={}, name_prefix=None):
@@ -5460,26 +6202,26 @@ def validate___definitions_envfrom(data, custom_formats={}, name_prefix=None):
         for data_x, data_item in enumerate(data):
             if not isinstance(data_item, (dict)):
                 raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}]".format(**locals()) + " must be object")
-            data_item_one_of_count36 = 0
-            if data_item_one_of_count36 < 2:
+            data_item_one_of_count37 = 0
+            if data_item_one_of_count37 < 2:
                 try:
                     data_item_is_dict = isinstance(data_item, dict)
                     if data_item_is_dict:
                         data_item__missing_keys = set(['configMapRef']) - data_item.keys()
                         if data_item__missing_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}]".format(**locals()) + " must contain ")
-                    data_item_one_of_count36 += 1
+                    data_item_one_of_count37 += 1
                 except JsonSchemaValueException: pass
-            if data_item_one_of_count36 < 2:
+            if data_item_one_of_count37 < 2:
                 try:
                     data_item_is_dict = isinstance(data_item, dict)
                     if data_item_is_dict:
                         data_item__missing_keys = set(['secretRef']) - data_item.keys()
                         if data_item__missing_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}]".format(**locals()) + " must contain ")
-                    data_item_one_of_count36 += 1
+                    data_item_one_of_count37 += 1
                 except JsonSchemaValueException: pass
-            if data_item_one_of_count36 != 1:
+            if data_item_one_of_count37 != 1:
                 raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}]".format(**locals()) + " must be valid exactly by one definition")
             data_item_is_dict = isinstance(data_item, dict)
             if data_item_is_dict:
@@ -5489,11 +6231,59 @@ def validate___definitions_envfrom(data, custom_formats={}, name_prefix=None):
                     data_item__configMapRef = data_item["configMapRef"]
                     if not isinstance(data_item__configMapRef, (dict)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef".format(**locals()) + " must be object")
+                    data_item__configMapRef_is_dict = isinstance(data_item__configMapRef, dict)
+                    if data_item__configMapRef_is_dict:
+                        data_item__configMapRef__missing_keys = set(['name']) - data_item__configMapRef.keys()
+                        if data_item__configMapRef__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef".format(**locals()) + " must contain ")
+                        data_item__configMapRef_keys = set(data_item__configMapRef.keys())
+                        if "name" in data_item__configMapRef_keys:
+                            data_item__configMapRef_keys.remove("name")
+                            data_item__configMapRef__name = data_item__configMapRef["name"]
+                            if not isinstance(data_item__configMapRef__name, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef.name".format(**locals()) + " must be string")
+                            if isinstance(data_item__configMapRef__name, str):
+                                data_item__configMapRef__name_len = len(data_item__configMapRef__name)
+                                if data_item__configMapRef__name_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef.name".format(**locals()) + " must be longer than or equal to 1 characters")
+                                if data_item__configMapRef__name_len > 253:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef.name".format(**locals()) + " must be shorter than or equal to 253 characters")
+                                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*-?$'].search(data_item__configMapRef__name):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef.name".format(**locals()) + " must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*-?$")
+                        if "optional" in data_item__configMapRef_keys:
+                            data_item__configMapRef_keys.remove("optional")
+                            data_item__configMapRef__optional = data_item__configMapRef["optional"]
+                            if not isinstance(data_item__configMapRef__optional, (bool)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].configMapRef.optional".format(**locals()) + " must be boolean")
                 if "secretRef" in data_item_keys:
                     data_item_keys.remove("secretRef")
                     data_item__secretRef = data_item["secretRef"]
                     if not isinstance(data_item__secretRef, (dict)):
                         raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef".format(**locals()) + " must be object")
+                    data_item__secretRef_is_dict = isinstance(data_item__secretRef, dict)
+                    if data_item__secretRef_is_dict:
+                        data_item__secretRef__missing_keys = set(['name']) - data_item__secretRef.keys()
+                        if data_item__secretRef__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef".format(**locals()) + " must contain ")
+                        data_item__secretRef_keys = set(data_item__secretRef.keys())
+                        if "name" in data_item__secretRef_keys:
+                            data_item__secretRef_keys.remove("name")
+                            data_item__secretRef__name = data_item__secretRef["name"]
+                            if not isinstance(data_item__secretRef__name, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef.name".format(**locals()) + " must be string")
+                            if isinstance(data_item__secretRef__name, str):
+                                data_item__secretRef__name_len = len(data_item__secretRef__name)
+                                if data_item__secretRef__name_len < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef.name".format(**locals()) + " must be longer than or equal to 1 characters")
+                                if data_item__secretRef__name_len > 253:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef.name".format(**locals()) + " must be shorter than or equal to 253 characters")
+                                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*-?$'].search(data_item__secretRef__name):
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef.name".format(**locals()) + " must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*-?$")
+                        if "optional" in data_item__secretRef_keys:
+                            data_item__secretRef_keys.remove("optional")
+                            data_item__secretRef__optional = data_item__secretRef["optional"]
+                            if not isinstance(data_item__secretRef__optional, (bool)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + "[{data_x}].secretRef.optional".format(**locals()) + " must be boolean")
                 if "prefix" in data_item_keys:
                     data_item_keys.remove("prefix")
                     data_item__prefix = data_item["prefix"]

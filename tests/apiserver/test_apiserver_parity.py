@@ -68,6 +68,17 @@ GAPS: dict[str, dict[str, Any]] = {
             {"matchExpressions": [{"key": "zone", "operator": "In"}]}]}}}}},
     "spread-max-skew-zero": {"handlers": {"web": {"topologySpreadConstraints": [
         {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}}},
+    "envfrom-ref-without-a-name": {"envFrom": [{"secretRef": {}}]},
+    "env-value-from-without-a-source": {"env": [{"name": "A", "valueFrom": {}}]},
+    "env-value-beside-value-from": {"env": [{"name": "A", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]},
+    "env-key-ref-without-a-key": {"handlers": {"job": {"env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s"}}}]}}},
+    "env-key-ref-key-with-dots": {"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "..a"}}}]},
+    "pod-security-context-unknown-field": {"podSecurityContext": {"0": 0}},
+    "security-context-misspelt": {"handlers": {"job": {"securityContext": {"allowPrivilegeEscalaton": False}}}},
+    "security-context-negative-uid": {"containerSecurityContext": {"runAsUser": -1}},
+    "seccomp-localhost-without-profile": {"handlers": {"web": {"podSecurityContext": {"seccompProfile": {"type": "Localhost"}}}}},
+    "network-policy-selector-label-value": {"networkPolicy": {"enabled": True, "database": {"to": [
+        {"podSelector": {"matchLabels": {"app": "not a value!"}}}]}}},
     "toleration-key-not-a-name": {"handlers": {"web": {"tolerations": [{"key": "bad key", "operator": "Exists"}]}}},
     "toleration-value-not-a-label-value": {"migration": {"tolerations": [{"key": "a", "value": "not a value!"}]}},
     "node-affinity-value-not-a-label-value": {"handlers": {"web": {"affinity": {"nodeAffinity": {

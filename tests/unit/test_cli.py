@@ -101,17 +101,18 @@ def test_grace_refuses_bad_input(write, tmp_path: Path) -> None:
 def test_check_with_render_validates_objects(write) -> None:
     proc = run_jh("check", "--render", "--kube-version", "1.34", str(write("ok.yaml", CLEAN)))
     assert proc.returncode == 0, proc.stdout
-    # a value the schema lets through (env items are free-form) but the Kubernetes API refuses
-    bad = write("badenv.yaml", CLEAN + "handlers:\n  job:\n    env:\n      - name: X\n        value: 1\n")
+    # a value the schema lets through (volumes are free-form) but the Kubernetes API refuses
+    bad = write("badvol.yaml", CLEAN + "handlers:\n  job:\n    extraVolumes:\n      - name: v\n        emptyDir: {medium: 5}\n")
     proc = run_jh("check", "--render", "--kube-version", "1.34", str(bad))
     assert proc.returncode == 1, proc.stdout
     assert "JHR002" in proc.stdout and "Deployment/" in proc.stdout
-    # strict: an unknown field inside a free-form value (affinity) is refused
-    unknown = write("affinity.yaml", CLEAN + "handlers:\n  web:\n    affinity:\n      nodeAfinity: {}\n")
+    # strict: an unknown field inside a free-form value (a sidecar container) is refused
+    unknown = write("sidecar.yaml", CLEAN + "handlers:\n  web:\n    sidecars:\n      - name: s\n        image: s:1\n"
+                    "        imagePullPolice: Always\n")
     proc = run_jh("check", "--render", "--kube-version", "1.34", str(unknown))
     assert proc.returncode == 1, proc.stdout
     # mapped back to the values key it came from
-    assert "affinity.yaml:6:7: error JHR002 [handlers.web.affinity.nodeAfinity]" in proc.stdout, proc.stdout
+    assert "sidecar.yaml:8:9: error JHR002 [handlers.web.sidecars[0].imagePullPolice]" in proc.stdout, proc.stdout
     old = run_jh("check", "--render", "--kube-version", "1.20", str(write("ok2.yaml", CLEAN)))
     assert old.returncode == 0 and "JHR003" in old.stdout
 

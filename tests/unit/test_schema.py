@@ -199,3 +199,40 @@ def test_topology_spread_the_api_server_refuses() -> None:
         assert [p for _, _, p in _errors(f"{where}[{{{extra}}}]\n")] == ["handlers.job.topologySpreadConstraints[0]" + key], extra
     for good in (base, f"{base}, minDomains: 2, nodeAffinityPolicy: Ignore, labelSelector: {{matchLabels: {{app: a}}}}"):
         assert _errors(f"{where}[{{{good}}}]\n") == [], good
+
+
+def test_env_sources_the_api_server_refuses() -> None:
+    """ValidateEnv and ValidateEnvFrom: a valueFrom with no source or two, a value beside a valueFrom,
+    a key reference without its name or key or with a key the API server refuses, an envFrom
+    reference without a name."""
+    for bad, path in (("env: [{name: A, valueFrom: {}}]", "env[0].valueFrom"),
+                      ("env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}, secretKeyRef: {name: s, key: k}}}]",
+                       "env[0].valueFrom"),
+                      ("env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]", "env[0].value"),
+                      ("env: [{name: A, valueFrom: {secretKeyRef: {name: s}}}]", "env[0].valueFrom.secretKeyRef"),
+                      ("env: [{name: A, valueFrom: {configMapKeyRef: {name: c, key: '..a'}}}]", "env[0].valueFrom.configMapKeyRef.key"),
+                      ("env: [{name: A, valueFrom: {configMapKeyRef: {name: Not_A_Name, key: a}}}]", "env[0].valueFrom.configMapKeyRef.name"),
+                      ("envFrom: [{configMapRef: {}}]", "envFrom[0].configMapRef"),
+                      ("envFrom: [{secretRef: {name: ''}}]", "envFrom[0].secretRef.name")):
+        assert sorted({p for _, _, p in _errors(bad + "\n")}) == [path], bad
+    for good in ("env: [{name: A, valueFrom: {secretKeyRef: {name: s, key: .a, optional: true}}}, {name: B, value: ''}]",
+                 "env: [{name: A, value: '', valueFrom: {resourceFieldRef: {resource: limits.memory}}}]",
+                 "envFrom: [{configMapRef: {name: cfg-}, prefix: X_}, {secretRef: {name: s.b}}]"):
+        assert _errors(good + "\n") == [], good
+
+
+def test_security_contexts_the_api_server_refuses() -> None:
+    """The chart-wide and a role's security contexts: a field the API server does not know (kubectl's
+    strict validation refuses it; helm would drop a misspelt one with a warning), an ID outside
+    0-2147483647, a profile type it does not know or Localhost without its profile; null still
+    removes a default."""
+    for bad, path in (("podSecurityContext: {runAsNonroot: true}", "podSecurityContext.runAsNonroot"),
+                      ("containerSecurityContext: {runAsUser: -1}", "containerSecurityContext.runAsUser"),
+                      ("handlers: {job: {securityContext: {procMount: Masked}}}", "handlers.job.securityContext.procMount"),
+                      ("handlers: {job: {podSecurityContext: {seccompProfile: {type: Localhost}}}}",
+                       "handlers.job.podSecurityContext.seccompProfile"),
+                      ("handlers: {web: {podSecurityContext: {fsGroup: 3000000000}}}", "handlers.web.podSecurityContext.fsGroup")):
+        assert sorted({p for _, _, p in _errors(bad + "\n")}) == [path], bad
+    for good in ("handlers: {job: {securityContext: {runAsUser: null, capabilities: {add: [NET_BIND_SERVICE]}}}}",
+                 "podSecurityContext: {seccompProfile: {type: Localhost, localhostProfile: p.json}, sysctls: [{name: a.b, value: '1'}]}"):
+        assert _errors(good + "\n") == [], good
