@@ -28,7 +28,7 @@ from .launcher import _jh044, _jh045, _jh046, _jh047, _jh048, _jh049
 from .networkpolicy import _jh041, _jh042, _jh043, _jh051
 from .env import _jh050
 from .resources import _jh052
-from .podsecurity import _jh073, _jh074
+from .podsecurity import _jh073, _jh074, _jh076
 from .scalein import _jh070, _jh071
 from .scheduling import _jh075
 
@@ -95,6 +95,7 @@ _CHECKS: dict[str, Callable[[Context], Iterable[Hit]]] = {
     "JH073": _jh073,
     "JH074": _jh074,
     "JH075": _jh075,
+    "JH076": _jh076,
 }
 RULES: tuple[Rule, ...] = tuple(
     Rule(rule_id, meta["severity"], meta["title"], meta["when"], meta["fix"], _CHECKS[rule_id])

@@ -4,6 +4,7 @@ per field, named by the Pod Security check it breaks (the names of the Pod Secur
 A warning: the user's namespace may enforce `baseline`. JH018 judges a role's merged security
 contexts as a whole; this rule names each field, in every pod the chart renders (handlers,
 migration Job, their init containers and sidecars), and the volumes and ports restricted forbids.
+JH076 (an error) is what the API server itself refuses in a container's merged context.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start 
 
 from ..findings import dotted
 from .base import Context, Hit, KeyPath, _p
-from .pod import RESTRICTED_CAPS, _pod_context, _restricted_omissions, _user_containers
+from .pod import RESTRICTED_CAPS, _deep, _pod_context, _restricted_omissions, _user_containers
 
 # Volume types Pod Security `restricted` allows ("Volume Types"); hostPath is its own check.
 RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
@@ -142,3 +143,41 @@ def _jh074(ctx: Context) -> Iterator[Hit]:
                       "give it securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}} (and "
                       "runAsNonRoot / a seccompProfile where its pod's context has none), or label the namespace "
                       "for the Pod Security level it needs")
+
+
+def _escalation_conflict(sc: Any) -> str | None:
+    """What the API server's ValidateSecurityContext refuses beside allowPrivilegeEscalation: false
+    (1.29 and 1.37 alike): privileged: true, or CAP_SYS_ADMIN added (literally that name)."""
+    if not isinstance(sc, Mapping) or sc.get("allowPrivilegeEscalation") is not False:
+        return None
+    if sc.get("privileged") is True:
+        return "privileged: true"
+    caps = sc.get("capabilities")
+    if isinstance(caps, Mapping) and "CAP_SYS_ADMIN" in [str(c) for c in caps.get("add") or []]:
+        return "capabilities.add CAP_SYS_ADMIN"
+    return None
+
+
+def _jh076(ctx: Context) -> Iterator[Hit]:
+    """JH076: a container security context the API server refuses, as the chart renders it: a
+    role's securityContext merged over containerSecurityContext (whose default is
+    allowPrivilegeEscalation: false), the chart-wide one (the migration Job, the wait containers),
+    and the sidecars and extra init containers as given."""
+    chart_wide = ctx.get("containerSecurityContext") or {}
+    targets: list[tuple[list[KeyPath], Any, str]] = [
+        ([_p("containerSecurityContext")], chart_wide, "every chart container (the migration Job, wait-for-migrations)")]
+    for role in sorted(r for r, s in (ctx.get("handlers") or {}).items() if isinstance(s, Mapping)):
+        own = ctx.get(f"handlers.{role}.securityContext") or {}
+        if own:
+            targets.append(([_p(f"handlers.{role}.securityContext"), _p("containerSecurityContext")],
+                            _deep(chart_wide, own), f"role {role}'s handler container"))
+    for path, c in _user_containers(ctx):
+        targets.append(([path + ("securityContext",), path], c.get("securityContext"), f"container {c.get('name')}"))
+    for paths, sc, where in targets:
+        what = _escalation_conflict(sc)
+        if what:
+            yield Hit(paths, f"{what} with allowPrivilegeEscalation: false in {where} ({dotted(paths[0])}): the API "
+                      "server refuses the container (\"cannot set `allowPrivilegeEscalation` to false and ...\"), so "
+                      "the release fails to install",
+                      f"set allowPrivilegeEscalation: true beside {what.split(':')[0].split(' ')[0]} (the chart's default "
+                      "is false), or remove it")

@@ -31,8 +31,8 @@ from schema_values import schema_values
 # What check's refusal is compared with: the chart's own rules, and the check-only rules on what
 # the API server refuses (the chart renders those values as given): JH032 a request above its
 # limit, JH051 an ipBlock, JH052 an extended resource without an equal limit, JH075 a required node
-# affinity value that is no label value (from 1.32).
-COMPARED = frozenset(lifecycle.chart_rules()) | {"JH032", "JH051", "JH052", "JH075"}
+# affinity value that is no label value (from 1.32), JH076 privileged or CAP_SYS_ADMIN without privilege escalation.
+COMPARED = frozenset(lifecycle.chart_rules()) | {"JH032", "JH051", "JH052", "JH075", "JH076"}
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 # The hand-found gaps on 1.37.2 (each passed check and rendered): values -> what refused.
@@ -79,6 +79,9 @@ GAPS: dict[str, dict[str, Any]] = {
     "seccomp-localhost-without-profile": {"handlers": {"web": {"podSecurityContext": {"seccompProfile": {"type": "Localhost"}}}}},
     "network-policy-selector-label-value": {"networkPolicy": {"enabled": True, "database": {"to": [
         {"podSelector": {"matchLabels": {"app": "not a value!"}}}]}}},
+    "privileged-over-the-default-no-escalation": {"handlers": {"job": {"securityContext": {"privileged": True}}}},
+    "sidecar-sys-admin-without-escalation": {"sidecars": [{"name": "s", "image": "s:1", "securityContext": {
+        "allowPrivilegeEscalation": False, "capabilities": {"add": ["CAP_SYS_ADMIN"], "drop": ["ALL"]}}}]},
     "toleration-key-not-a-name": {"handlers": {"web": {"tolerations": [{"key": "bad key", "operator": "Exists"}]}}},
     "toleration-value-not-a-label-value": {"migration": {"tolerations": [{"key": "a", "value": "not a value!"}]}},
     "node-affinity-value-not-a-label-value": {"handlers": {"web": {"affinity": {"nodeAffinity": {
