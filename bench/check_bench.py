@@ -29,7 +29,7 @@ N_INVOCATIONS = 15
 JH = REPO / ".venv" / "bin" / "jobhandlers"
 CLEAN_EXAMPLE = REPO / "values-examples" / "long-jobs.yaml"
 GOAL_INVOCATION_MS = 60
-GOAL_INVOCATION_RATIO = 2
+GOAL_INVOCATION_RATIO = 2.5  # issue 33: one file >= 2.5x helm lint --strict
 
 # (kind, template): valid files, policy violations, schema violations, unusable YAML.
 VARIANTS: list[tuple[str, str]] = [
@@ -169,7 +169,7 @@ def run() -> dict[str, object]:
         "sample_refused_by_check": check_fails,
         "lint_projected_500_seconds": round(lint_per_file * len(files), 1),
         "ratio": round(lint_per_file / check_per_file, 1),
-        "goal_ratio": 20,
+        "goal_ratio": 40,  # issue 33: a batch >= 40x
     }
 
 
