@@ -2,7 +2,7 @@
 values.schema.json and lifecycle.yaml (see precompute.py). Do not edit: `make render` rewrites it."""
 # flake8: noqa
 # fmt: off
-CHART_KEY = 'crc32:f1596898-34051:19501561-162324:ae445923-46122'
+CHART_KEY = 'crc32:f1596898-34051:137dc972-149703:ae445923-46122'
 DEFAULTS = {'nameOverride': '', 'fullnameOverride': '', 'image': {'repository': 'jobhandlers/workload', 'tag': '1', 'digest': None, 'pullPolicy': 'IfNotPresent'}, 'imagePullSecrets': [], 'commands': {'migrate': ['workload', 'migrate'], 'schemaCheck': ['workload', 'db', 'check'], 'databaseCheck': ['workload', 'db', 'ping'], 'downgrade': None, 'schemaWait': None, 'drain': ['workload', 'drain'], 'undrain': ['workload', 'undrain'], 'postMigrate': None}, 'database': {'host': 'postgres', 'port': 5432, 'name': 'jobs', 'user': 'jobs', 'password': '', 'existingSecret': '', 'existingSecretKey': 'DATABASE_URL', 'secretIsHook': True, 'createdByRelease': False}, 'migration': {'enabled': True, 'useHelmHooks': True, 'hookWeight': -5, 'onRollback': 'none', 'jobNameSuffix': 'hash', 'backoffLimit': 1, 'activeDeadlineSeconds': 900, 'podReplacementPolicy': 'Failed', 'ttlSecondsAfterFinished': None, 'waitForDatabase': {'enabled': True, 'timeoutSeconds': 120, 'intervalSeconds': 2}, 'extraArgs': [], 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'podAnnotations': {}, 'podLabels': {}, 'priorityClassName': '', 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'resources': {}, 'postDeploy': {'hookWeight': 5, 'gitOps': None, 'env': [], 'waitForRollout': {'timeoutSeconds': None, 'intervalSeconds': 2, 'image': None, 'command': None}}}, 'waitForMigrations': {'enabled': True, 'acceptAhead': False, 'timeoutSeconds': 1200, 'intervalSeconds': 1, 'resources': {}}, 'heartbeat': {'dir': '/run/jobhandlers', 'path': 'heartbeat', 'intervalSeconds': 5}, 'readiness': {'maxAgeSeconds': 20, 'periodSeconds': 5, 'failureThreshold': 1, 'timeoutSeconds': 2}, 'liveness': {'maxAgeSeconds': 600, 'periodSeconds': 30, 'failureThreshold': 3, 'timeoutSeconds': 5, 'terminationGracePeriodSeconds': 30}, 'startupProbe': {'enabled': True, 'minKubeVersion': '1.18', 'force': False, 'featureGateEnabled': False, 'periodSeconds': 1, 'failureThreshold': 300, 'timeoutSeconds': 2}, 'drain': {'runtimeMultiplier': 1.0, 'bufferSeconds': 30, 'preStopSeconds': 10, 'mode': 'marker', 'signal': 'TSTP', 'command': [], 'waitForExit': False, 'nativeSleep': True, 'stopSignal': None, 'stopSignalFeatureGate': False}, 'platforms': [], 'nodeLossTolerationSeconds': 30, 'env': [], 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'files': {}, 'filesMountPath': '/etc/jobhandlers', 'priorityClassName': '', 'podSecurityContext': {'runAsNonRoot': True, 'runAsUser': 10001, 'runAsGroup': 10001, 'fsGroup': 10001, 'seccompProfile': {'type': 'RuntimeDefault'}}, 'containerSecurityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True, 'runAsNonRoot': True, 'capabilities': {'drop': ['ALL']}}, 'helmTest': {'enabled': True, 'path': '/healthz', 'requestCommand': ['python3', '-c', "import os, urllib.request as r; u = os.environ['URL']; print(u, r.urlopen(u, timeout=10).status)"], 'resources': {}}, 'defaultResources': {'requests': {'cpu': '10m', 'memory': '64Mi'}}, 'pdb': {'unhealthyPodEvictionPolicy': 'AlwaysAllow'}, 'networkPolicy': {'enabled': False, 'allowRelease': True, 'ingress': {'from': []}, 'database': {'to': []}, 'dns': {'enabled': True, 'to': None}, 'extraIngress': [], 'extraEgress': [], 'apiServer': {'to': [], 'ports': [{'port': 443, 'protocol': 'TCP'}, {'port': 6443, 'protocol': 'TCP'}]}}, 'serviceAccount': {'create': True, 'name': '', 'annotations': {}, 'automountServiceAccountToken': False}, 'podAnnotations': {}, 'podLabels': {}, 'service': {'type': 'ClusterIP', 'annotations': {}}, 'handlers': {'web': {'enabled': True, 'kind': 'Deployment', 'kindSwitch': {'allowOverlap': False}, 'replicas': 1, 'command': ['workload', 'web'], 'args': [], 'port': 8080, 'maxJobRuntimeSeconds': 30, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'autoscaling': {'hpa': {'enabled': False, 'minReplicas': 1, 'maxReplicas': 4, 'metrics': [], 'behavior': {}}, 'keda': {'enabled': False, 'minReplicaCount': 1, 'maxReplicaCount': 4, 'pollingInterval': 30, 'cooldownPeriod': 300, 'triggers': [], 'advanced': {}}}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}, 'scaleIn': {'preferIdle': {'enabled': False, 'busyPath': 'busy', 'busyCommand': [], 'periodSeconds': 5, 'busyCost': None, 'idleCost': None, 'image': '', 'resources': {}}}, 'service': {'type': None, 'annotations': {}, 'extraPorts': []}, 'extraPorts': []}, 'job': {'enabled': True, 'kind': 'Deployment', 'kindSwitch': {'allowOverlap': False}, 'replicas': 1, 'command': ['workload', 'job'], 'args': [], 'port': None, 'maxJobRuntimeSeconds': 300, 'terminationGracePeriodSeconds': None, 'startDrained': False, 'env': [], 'resources': {'requests': {'cpu': '100m', 'memory': '128Mi'}}, 'pdb': {'enabled': True, 'maxUnavailable': 1, 'unhealthyPodEvictionPolicy': None}, 'nodeSelector': {}, 'tolerations': [], 'affinity': {}, 'readinessProbe': {}, 'livenessProbe': {}, 'startupProbe': {}, 'drain': {}, 'envFrom': [], 'extraVolumes': [], 'extraVolumeMounts': [], 'extraInitContainers': [], 'sidecars': [], 'strategy': {'type': 'RollingUpdate', 'rollingUpdate': {'maxSurge': 1, 'maxUnavailable': 0}}, 'topologySpreadConstraints': None, 'priorityClassName': '', 'podAnnotations': {}, 'podLabels': {}, 'securityContext': {}, 'podSecurityContext': {}, 'nodeLossTolerationSeconds': None, 'safeToEvict': None, 'networkPolicy': {}, 'autoscaling': {'hpa': {'enabled': False, 'minReplicas': 1, 'maxReplicas': 4, 'metrics': [], 'behavior': {}}, 'keda': {'enabled': False, 'minReplicaCount': 1, 'maxReplicaCount': 4, 'pollingInterval': 30, 'cooldownPeriod': 300, 'triggers': [], 'advanced': {}}}, 'launcher': {'enabled': False, 'namespace': '', 'rules': None, 'maxJobRuntimeSeconds': None, 'podSecurity': {'enforce': 'restricted', 'podsMeet': 'restricted', 'mutate': False, 'podSelector': {}}}, 'scaleIn': {'preferIdle': {'enabled': False, 'busyPath': 'busy', 'busyCommand': [], 'periodSeconds': 5, 'busyCost': None, 'idleCost': None, 'image': '', 'resources': {}}}}}}
 LIFECYCLE = {'kubeVersions': {'default': '1.37', 'matrix': ['1.16', '1.17', '1.18', '1.20', '1.25', '1.28', '1.34', '1.37']}, 'gates': {'seccompField': {'minKubeVersion': '1.19', 'stage': 'GA', 'below': 'the seccompProfile field is unknown; the pod gets the seccomp annotation instead'}, 'spread': {'minKubeVersion': '1.18', 'featureGate': 'EvenPodsSpread', 'kep': 'KEP-895', 'stage': 'beta, on by default', 'below': 'topologySpreadConstraints are dropped by the API server; not rendered'}, 'pdbPolicyV1': {'minKubeVersion': '1.21', 'stage': 'GA (policy/v1)', 'below': 'policy/v1beta1'}, 'namespaceNameLabel': {'minKubeVersion': '1.21', 'featureGate': 'NamespaceDefaultLabelName', 'kep': 'KEP-2161', 'stage': 'beta, on by default (GA 1.22)', 'below': 'namespaces have no kubernetes.io/metadata.name label; the default DNS peer of networkPolicy selects the kube-dns pods of any namespace'}, 'projectedServiceAccountToken': {'minKubeVersion': '1.21', 'featureGate': 'RootCAConfigMap', 'kep': 'KEP-1205', 'stage': 'GA (TokenRequestProjection GA 1.20, the kube-root-ca.crt ConfigMap GA 1.21)', 'below': "the post-deploy Job's ServiceAccount token is automounted into every container of its pod (JH038)"}, 'grpcProbe': {'minKubeVersion': '1.24', 'featureGate': 'GRPCContainerProbe', 'kep': 'KEP-2727', 'stage': 'beta, on by default (GA 1.27)', 'below': 'the API server drops the grpc handler and the container has no probe; the chart refuses it (JH015)'}, 'probeGrace': {'minKubeVersion': '1.25', 'featureGate': 'ProbeTerminationGracePeriod', 'kep': 'KEP-2238', 'stage': 'beta, on by default (GA 1.28)', 'below': 'the probe-level terminationGracePeriodSeconds is dropped; not rendered (JH008)'}, 'spreadMatchLabelKeys': {'minKubeVersion': '1.27', 'featureGate': 'MatchLabelKeysInPodTopologySpread', 'kep': 'KEP-3243', 'stage': 'beta, on by default', 'below': "each rollout's pods are spread together with the old ones; not rendered"}, 'pdbUnhealthyPodEvictionPolicy': {'minKubeVersion': '1.27', 'featureGate': 'PDBUnhealthyPodEvictionPolicy', 'kep': 'KEP-3017', 'stage': 'beta, on by default (GA 1.31)', 'below': 'not rendered; drains wait on not-Ready pods (JH029)'}, 'podIndexLabel': {'minKubeVersion': '1.28', 'featureGate': 'PodIndexLabel', 'kep': 'KEP-4017', 'stage': 'beta, on by default (GA 1.32)', 'below': 'no apps.kubernetes.io/pod-index label, so no JOBHANDLERS_ORDINAL (JH025)'}, 'nativeSidecars': {'minKubeVersion': '1.29', 'featureGate': 'SidecarContainers', 'kep': 'KEP-753', 'stage': 'beta, on by default (GA 1.33)', 'below': 'sidecars are regular containers; refused in the migration Job (JH016), late in handlers (JH017)'}, 'jobPodReplacementPolicy': {'minKubeVersion': '1.29', 'featureGate': 'JobPodReplacementPolicy', 'kep': 'KEP-3939', 'stage': 'beta, on by default (GA 1.34)', 'below': 'not rendered; a replacement migrate pod may start while the old one terminates (JH030)'}, 'nativeSleep': {'minKubeVersion': '1.30', 'featureGate': 'PodLifecycleSleepAction', 'kep': 'KEP-3960', 'stage': 'beta, on by default (GA 1.34)', 'below': 'the preStop is exec sleep (needs sleep in the image); a user sleep action is refused (JH031)'}, 'sleepZero': {'minKubeVersion': '1.33', 'featureGate': 'PodLifecycleSleepActionAllowZero', 'kep': 'KEP-4818', 'stage': 'beta, on by default (GA 1.34)', 'below': 'a 0-second sleep action is rejected by the API server (JH031)'}, 'relaxedEnvVarNames': {'minKubeVersion': '1.32', 'featureGate': 'RelaxedEnvironmentVariableValidation', 'kep': 'KEP-4369', 'stage': 'beta, on by default (GA 1.34)', 'below': "env names and envFrom prefixes must be C-identifier-like (letters, digits, '_', '-', '.'; no leading digit); refused (JH050)"}, 'stopSignal': {'minKubeVersion': '1.33', 'featureGate': 'ContainerStopSignals', 'kep': 'KEP-4960', 'stage': 'alpha, off by default (drain.stopSignalFeatureGate declares it on)', 'below': "the kubelet sends the image's STOPSIGNAL; refused (JH019)"}, 'statefulSetMaxUnavailable': {'minKubeVersion': '1.37', 'featureGate': 'MaxUnavailableStatefulSet', 'kep': 'KEP-961', 'stage': 'beta, on by default (alpha 1.24, beta off by default 1.35)', 'below': 'rollingUpdate.maxUnavailable is dropped and the StatefulSet rolls one pod at a time (JH024)'}, 'hpaBehavior': {'minKubeVersion': '1.18', 'featureGate': 'HPAConfigurableBehavior (no gate; autoscaling/v2beta2 field)', 'kep': 'KEP-853', 'stage': 'beta (autoscaling/v2beta2)', 'below': 'the HPA has no behavior field; it scales down by its built-in rule (JH058 warns)'}, 'hpaV2': {'minKubeVersion': '1.23', 'stage': 'GA (autoscaling/v2)', 'below': 'autoscaling/v2beta2'}, 'podDeletionCostPolicy': {'minKubeVersion': '1.30', 'featureGate': 'ValidatingAdmissionPolicy', 'kep': "KEP-3488 (the pod's name in a pod-bound token's user extra, authentication.kubernetes.io/pod-name, predates it)", 'stage': 'GA (admissionregistration.k8s.io/v1; beta off by default 1.28-1.29)', 'below': "no ValidatingAdmissionPolicy; a preferIdle role's token may patch every pod of the namespace (JH070)"}, 'mutatingAdmissionPolicy': {'minKubeVersion': '1.36', 'featureGate': 'MutatingAdmissionPolicy', 'kep': 'KEP-3962', 'stage': 'GA (admissionregistration.k8s.io/v1; alpha 1.32, beta off by default 1.34)', 'below': "no MutatingAdmissionPolicy; launched pods must meet the namespace's Pod Security level by themselves (JH047)"}}, 'probe': {'kinds': ['readiness', 'liveness', 'startup'], 'handlerKinds': ['exec', 'httpGet', 'tcpSocket', 'grpc', 'heartbeat'], 'defaults': {'periodSeconds': 10, 'failureThreshold': 3, 'timeoutSeconds': 1, 'successThreshold': 1, 'initialDelaySeconds': 0}}, 'drain': {'modes': ['marker', 'signal', 'command', 'none'], 'fallback': {'mode': 'marker', 'signal': 'TSTP', 'preStopSeconds': 10, 'nativeSleep': True, 'waitForExit': False}}, 'workloadKinds': ['Deployment', 'StatefulSet'], 'launcher': {'tokenExpirationSeconds': 3607, 'tokenPath': '/var/run/secrets/kubernetes.io/serviceaccount', 'defaultRules': [{'apiGroups': ['batch'], 'resources': ['jobs'], 'verbs': ['create', 'get', 'list', 'watch', 'patch', 'delete']}, {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get', 'list', 'watch']}, {'apiGroups': [''], 'resources': ['pods/log'], 'verbs': ['get']}], 'levels': ['privileged', 'baseline', 'restricted']}, 'autoscaling': {'hpaSyncPeriodSeconds': 15, 'minStabilizationWindowSeconds': 300, 'maxPolicyPeriodSeconds': 1800, 'maxStabilizationWindowSeconds': 3600}, 'scaleIn': {'annotation': 'controller.kubernetes.io/pod-deletion-cost', 'container': 'deletion-cost', 'busyCost': 1000, 'idleCost': 0, 'rules': [{'apiGroups': [''], 'resources': ['pods'], 'verbs': ['patch']}]}, 'upgrades': {'0.3.0': {'recreated': [], 'rolls': [], 'examples': {'autoscaled.yaml': {'changes': ['+ServiceAccount/job', '+Role/job-deletion-cost', '+RoleBinding/job-deletion-cost', '+ValidatingAdmissionPolicy/job-deletion-cost', '+ValidatingAdmissionPolicyBinding/job-deletion-cost'], 'why': "the example turned on `scaleIn.preferIdle`: the job role gets a ServiceAccount of its own, a Role that may patch pods with its RoleBinding and, from 1.30, the cluster-scoped ValidatingAdmissionPolicy (named after the namespace) that narrows the token to its own pod's deletion cost"}}}, '0.2.0': {'recreated': [{'kind': 'Job', 'name': 'migration-*', 'why': "GitOps mode (`migration.useHelmHooks: false`): the plain migration Job carries a hash of its spec in its name, and 0.3.0 changes the spec (the wait loops exit on SIGTERM, the chart's variables first, `podReplacementPolicy: Failed`, `defaultResources`), so helm deletes the finished 0.2.0 Job and creates the new one, which migrates once. In hook mode the hook Job keeps its name (`<fullname>-migration`, `before-hook-creation`)."}], 'rolls': [{'paths': ['spec.initContainers.wait-for-migrations.command*'], 'why': 'the wait loop exits on SIGTERM/SIGINT (a pod deleted while it waits stops at once)'}, {'paths': ['spec.initContainers.wait-for-migrations.env.*'], 'why': "every container that gets the user's env gets the chart's variables first (JOBHANDLERS_STATE_DIR, HEARTBEAT_INTERVAL_SECONDS, DRAIN_DEADLINE_SECONDS; JH026)"}, {'paths': ['spec.initContainers.*.resources*', 'spec.containers.*.resources*'], 'why': '`defaultResources`: a chart-owned container, or a role with `resources: {}`, gets the default requests (10m CPU, 64Mi memory)'}, {'paths': ['spec.containers.*.startupProbe.exec.command*'], 'why': "the heartbeat startupProbe wants a beat newer than the container's PID 1, so a crashed handler's last beat cannot pass its restarted container's startupProbe"}, {'paths': ['spec.containers.*.readinessProbe.periodSeconds'], 'why': '`readiness.periodSeconds` defaults to 5 s (the heartbeat interval), not 2: each exec probe costs the node ~30 ms of CPU (`make bench-probes`, docs/benchmarks.md)'}], 'examples': {'django-celery.yaml': {'changes': ['-Deployment/job', '+StatefulSet/job', '+Service/job-pods', '-Deployment/web', '-Service/web', '-PodDisruptionBudget/web', '+Secret/database'], 'why': 'the example became real Celery: its workers are a StatefulSet (Celery node name celery@<pod>; helm deletes the Deployment and creates the StatefulSet with its headless Service, so for a while both run: issue 35, item 3; the chart refuses that one-step switch while the Deployment runs, JH061, and the upgrade test acknowledges it with `kindSwitch.allowOverlap: true`), it has no web role, and its database URL comes from `database.password` instead of an existing Secret'}, 'galaxy.yaml': {'changes': ['-Deployment/job', '+StatefulSet/job', '+Service/job-pods', '-Deployment/workflow', '+StatefulSet/workflow', '+Service/workflow-pods', '+Secret/database'], 'why': "the example became real Galaxy 26.1.2 (the 0.2.0 galaxy.yaml, the Galaxy-shaped reference workload, is long-jobs.yaml now): the job and workflow handlers are StatefulSets whose pod name is Galaxy's server name, and its database URL comes from `database.password`. Not an upgrade of one app: a user of the 0.2.0 file upgrades with long-jobs.yaml"}, 'openwhisk.yaml': {'changes': ['-Deployment/invoker', '+StatefulSet/invoker', '+Service/invoker-pods'], 'why': 'the invokers need stable ids (`kind: StatefulSet`): helm deletes the Deployment and creates the StatefulSet and its headless Service'}}}}, 'deprecations': [], 'refusals': [{'since': '0.3.0', 'cluster': 'accepted', 'rules': ['JH025'], 'paths': ['handlers.*'], 'changelog': "`$(JOBHANDLERS_POD_NAME)` and `$(JOBHANDLERS_ORDINAL)` in a Deployment role's command, args or env are refused (JH025): Kubernetes left them literal", 'example': {'handlers': {'job': {'args': ['--name=$(JOBHANDLERS_POD_NAME)']}}}}, {'since': '0.3.0', 'cluster': 'accepted', 'rules': ['JHS001'], 'paths': ['readiness', 'liveness'], 'message': "deletes the chart's default", 'changelog': '`readiness: null` and `liveness: null` are refused: keys the chart needs may not be nulled', 'example': {'readiness': None, 'liveness': None}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JH028'], 'paths': ['image.tag'], 'changelog': '`image.tag` must be a tag: a digest goes in `image.digest` (JH028)', 'example': {'image': {'tag': '1@sha256:abababababababababababababababababababababababababababababababab'}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JH050', 'JHS001'], 'paths': ['*env[*].name', '*envFrom[*].prefix'], 'message': 'does not match|refuses this variable name', 'changelog': 'environment variable names the API server refuses are refused (JH050, values.schema.json)', 'example': {'env': [{'name': 'A=B', 'value': 'x'}]}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['nameOverride', 'fullnameOverride', 'priorityClassName', '*.priorityClassName', 'database.existingSecret', 'serviceAccount.name'], 'message': 'does not match', 'changelog': '`nameOverride`/`fullnameOverride` must be DNS-1123 labels, `priorityClassName`, `database.existingSecret` and `serviceAccount.name` DNS-1123 names', 'example': {'nameOverride': 'Not_A_Name'}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*replicas', '*Seconds', '*Threshold', '*maxSurge', '*maxUnavailable', '*port', '*.ports[*].port'], 'message': 'maximum of 2147483647', 'changelog': 'numbers the API server stores as int32 (replicas, probe fields, PDB and rollout counts, ports) are at most 2147483647', 'example': {'handlers': {'job': {'replicas': 3000000000}}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*podLabels*', '*podAnnotations*', '*annotations*'], 'message': 'does not match', 'changelog': 'label and annotation keys and label values must be ones the API server takes', 'example': {'handlers': {'web': {'podLabels': {'team': 'not a label value!'}}}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*extraVolumes[*].name', '*extraVolumeMounts[*].name', '*.volumes[*].name', '*volumeMounts[*].name'], 'message': 'does not match', 'changelog': 'volume names must be DNS-1123 labels', 'example': {'handlers': {'web': {'extraVolumes': [{'name': 'Bad_Vol', 'emptyDir': {}}], 'extraVolumeMounts': [{'name': 'Bad_Vol', 'mountPath': '/x'}]}}}}, {'since': '0.3.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*resources.requests*', '*resources.limits*'], 'message': 'does not match|unknown key', 'changelog': 'resource names and quantities must be ones the API server takes', 'example': {'handlers': {'web': {'resources': {'requests': {'bad name': 1}}}}}}, {'since': '0.4.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*tolerations[*]*'], 'changelog': '`handlers.<role>.tolerations` and `migration.tolerations` entries are checked as the API server checks them', 'example': {'handlers': {'web': {'tolerations': [{'key': 'a', 'operator': 'Foo'}]}}}}, {'since': '0.4.0', 'cluster': 'refused', 'rules': ['JHS001'], 'paths': ['*affinity*', '*topologySpreadConstraints*'], 'changelog': '`handlers.<role>.affinity`, `migration.affinity` and `handlers.<role>.topologySpreadConstraints` are checked as the API server checks them', 'example': {'handlers': {'web': {'affinity': {'podAntiAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': [{'labelSelector': {'matchLabels': {'app': 'a'}}}]}}}}}}], 'rules': {'JH001': {'severity': 'error', 'chart': True, 'title': 'grace period below the computed drain time', 'when': 'explicit `handlers.<role>.terminationGracePeriodSeconds` < ceil(maxJobRuntimeSeconds × runtimeMultiplier) + bufferSeconds + preStopSeconds', 'fix': 'Remove it (the chart computes it) or raise it to the computed value'}, 'JH002': {'severity': 'error', 'chart': False, 'title': 'probe windows too close', 'when': '`liveness.maxAgeSeconds` < 3 × `readiness.maxAgeSeconds`, or `readiness.maxAgeSeconds` < 3 × `heartbeat.intervalSeconds`; for probes set per role (any handler), the liveness window (periodSeconds × failureThreshold, + maxAge for heartbeats) < 3 × the readiness window', 'fix': 'Widen the larger window to ≥ 3× the smaller one'}, 'JH003': {'severity': 'error', 'chart': False, 'title': 'handlers stop waiting before the migration may end', 'when': '`waitForMigrations.timeoutSeconds` < `migration.activeDeadlineSeconds` + `migration.waitForDatabase.timeoutSeconds` (handlers would give up while the migration may still legitimately run)', 'fix': 'Raise `waitForMigrations.timeoutSeconds` to at least the sum'}, 'JH004': {'severity': 'error', 'chart': True, 'title': 'hook mode with a database the release creates', 'when': 'hook mode with `database.createdByRelease: true` (a pre-install hook cannot reach a database the release creates)', 'fix': 'Create the database outside the release, or `migration.useHelmHooks: false`'}, 'JH005': {'severity': 'error', 'chart': True, 'title': 'hook mode with a Secret that is not a hook', 'when': 'hook mode, no `database.existingSecret`, `database.secretIsHook: false` (the hook pod waits for a Secret helm creates after the hooks)', 'fix': 'Keep `secretIsHook: true` (default) or use `existingSecret`'}, 'JH006': {'severity': 'error', 'chart': False, 'title': 'plain migration Job with a fixed name', 'when': '`migration.useHelmHooks: false` with `migration.jobNameSuffix` ≠ `hash` (an immutable Job template breaks every upgrade)', 'fix': '`jobNameSuffix: hash`'}, 'JH007': {'severity': 'error', 'chart': True, 'title': 'startupProbe forced without the feature gate', 'when': '`startupProbe.force` below `startupProbe.minKubeVersion` (vs `--kube-version`) without `startupProbe.featureGateEnabled` (the API server silently drops the probe)', 'fix': 'Enable and declare the feature gate, or drop `force`'}, 'JH008': {'severity': 'error', 'chart': False, 'title': 'probe-level grace below Kubernetes 1.25', 'when': 'the file sets `liveness.terminationGracePeriodSeconds` and `--kube-version` < 1.25 (the field is dropped there)', 'fix': 'Target ≥ 1.25 or set it to `null`'}, 'JH009': {'severity': 'error', 'chart': False, 'title': 'image tag latest or unset', 'when': '`image.tag` empty, null or `latest`', 'fix': 'Pin a release tag'}, 'JH010': {'severity': 'warning', 'chart': False, 'title': 'job handler without resource requests', 'when': 'an enabled role without a port (a job handler) without `resources.requests`', 'fix': 'Set cpu and memory requests'}, 'JH011': {'severity': 'error', 'chart': False, 'title': 'probe-level grace used up by the preStop sleep', 'when': 'on ≥ 1.25, `liveness.terminationGracePeriodSeconds` ≤ `drain.preStopSeconds` (a liveness restart runs preStop first; its sleep uses the whole probe grace and the wedged handler is SIGKILLed before SIGTERM — seen in kind scenario 3c)', 'fix': 'Set it to at least `preStopSeconds + 5`'}, 'JH012': {'severity': 'warning', 'chart': False, 'title': 'no time left to requeue after the drain deadline', 'when': "`drain.bufferSeconds` < 4: `DRAIN_DEADLINE_SECONDS` (grace − preStop − buffer/2) leaves under 2 s before SIGKILL to hand unfinished jobs back (seen in the kind benchmark's naive variant: SIGKILL, jobs rerun only after lease expiry)", 'fix': 'Set `drain.bufferSeconds` to at least 4'}, 'JH013': {'severity': 'warning', 'chart': False, 'title': 'exec probe timeout unrealistic for its command', 'when': "an exec probe starts an interpreter (python, celery, django-admin, ruby, node, java …) with `timeoutSeconds` < 5, or an exec probe's timeout is not below its period", 'fix': '`timeoutSeconds` ≥ 5, period above the timeout'}, 'JH014': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in a probe command', 'when': "an exec probe's command contains `$(VAR)`: Kubernetes expands it only in container command/args, the probe gets it literally", 'fix': '`["sh", "-c", "… $VAR …"]`'}, 'JH015': {'severity': 'error', 'chart': True, 'title': 'grpc probe below Kubernetes 1.24', 'when': 'a `grpc` probe with `--kube-version` < 1.24 (the API server drops it)', 'fix': 'HttpGet/tcpSocket/exec, or ≥ 1.24'}, 'JH016': {'severity': 'error', 'chart': True, 'title': 'sidecar in the migration Job without native sidecars', 'when': 'sidecars in the migration Job (`migration: true`, `migration.sidecars`) below 1.29: a regular sidecar keeps the Job from completing', 'fix': '≥ 1.29, or no sidecar in the Job'}, 'JH017': {'severity': 'warning', 'chart': False, 'title': 'sidecars start after wait-for-migrations below 1.29', 'when': 'sidecars below 1.29: regular containers start after `wait-for-migrations` (a proxy cannot serve the wait) and stop with the handler', 'fix': 'Reach the database directly, or ≥ 1.29'}, 'JH018': {'severity': 'warning', 'chart': False, 'title': 'security context leaves Pod Security restricted', 'when': "a role's merged security contexts leave unset a field Pod Security `restricted` requires (runAsNonRoot, a seccompProfile type, `allowPrivilegeEscalation: false`, `capabilities.drop: [ALL]`), e.g. a `null` over the chart's default; a value `restricted` forbids is JH073's, named at its key", 'fix': 'Keep the defaults, or label the namespace'}, 'JH019': {'severity': 'error', 'chart': True, 'title': 'stopSignal where the cluster cannot honour it', 'when': '`drain.stopSignal` below 1.33 or without `drain.stopSignalFeatureGate`', 'fix': '`drain.mode: signal`, `STOPSIGNAL` in the image, or declare the gate'}, 'JH020': {'severity': 'error', 'chart': True, 'title': 'drain adapter without what it needs', 'when': '`drain.mode: marker` for a role without a command, or `mode: command` without `drain.command`', 'fix': 'Set the command, or pick the mode the app supports'}, 'JH021': {'severity': 'warning', 'chart': False, 'title': 'grace beyond what the platform honours', 'when': "with `--platform NAME[=SECONDS]` (repeatable) or the values key `platforms`: a role's grace exceeds what that platform honours — `cluster-autoscaler` 600 s (`--max-graceful-termination-sec`), `gke-upgrade` 3600 s, `eks-upgrade` 900 s, `aks-upgrade` 1800 s (`drainTimeoutInMinutes`), `karpenter=SECONDS` (NodePool `terminationGracePeriod`), `aws-spot` 120 s, `gcp-spot` 15 s, `azure-spot` 30 s (sources in `generator/platforms.py`)", 'fix': '`handlers.<role>.safeToEvict: false` (autoscaler, Karpenter), shorter or checkpointed jobs, or a raised limit'}, 'JH022': {'severity': 'error', 'chart': True, 'title': 'rollback downgrade that cannot run', 'when': '`migration.onRollback: downgrade` without `commands.downgrade`, or without helm hooks', 'fix': 'Set the command and keep hook mode, or `onRollback: none`'}, 'JH023': {'severity': 'error', 'chart': True, 'title': 'workload-kind keys that do not combine', 'when': 'workload-kind keys that do not combine: `podManagementPolicy` / `updateStrategy` on a Deployment role, or `strategy` set on a `kind: StatefulSet` role (a StatefulSet never surges a second pod with one identity)', 'fix': "`kind: StatefulSet`, or the keys of the role's kind"}, 'JH024': {'severity': 'warning', 'chart': False, 'title': 'StatefulSet maxUnavailable the cluster drops', 'when': '`updateStrategy.rollingUpdate.maxUnavailable` on a StatefulSet role below 1.37 (MaxUnavailableStatefulSet off by default: the field is dropped, one pod at a time)', 'fix': 'Expect replicas × the drain time per rollout, or target ≥ 1.37'}, 'JH025': {'severity': 'error', 'chart': True, 'title': 'identity variables where the chart does not render them', 'when': "`$(JOBHANDLERS_POD_NAME)` / `$(JOBHANDLERS_ORDINAL)` in a role's command, args or env where the chart does not render them (not a StatefulSet; the ordinal below 1.28)", 'fix': '`kind: StatefulSet`; below 1.28 use `$(JOBHANDLERS_POD_NAME)`'}, 'JH026': {'severity': 'warning', 'chart': False, 'title': '$(VAR) in env that a container does not define', 'when': "an env value (chart-wide `env`, `handlers.<role>.env`, `migration.env`, or an extra init container's or sidecar's own) refers to `$(NAME)` that a container it is copied into does not define above it — the chart's variables per container (below) plus the entries above it; with `envFrom`, only the chart's own names are judged; service-link names are skipped. Kubernetes leaves it literal there (seen live: a worker's settings opened `…/$(JOBHANDLERS_STATE_DIR)/worker-heartbeat.log`)", 'fix': 'Define the name above it, move the entry to `handlers.<role>.env` (role variables), or escape it as `$$(NAME)`'}, 'JH028': {'severity': 'error', 'chart': True, 'title': 'image.tag is not a tag', 'when': '`image.tag` holds a digest (`1@sha256:…`) or characters a tag cannot have (the tag is also the `app.kubernetes.io/version` label)', 'fix': 'Move the digest to `image.digest`; keep the tag a plain tag'}, 'JH029': {'severity': 'warning', 'chart': False, 'title': 'unhealthyPodEvictionPolicy below Kubernetes 1.27', 'when': 'the file sets `pdb.unhealthyPodEvictionPolicy` or `handlers.<role>.pdb.unhealthyPodEvictionPolicy` to `AlwaysAllow` and `--kube-version` < 1.27 (not rendered there: a drain hangs on a role whose pods run but are not Ready)', 'fix': '≥ 1.27, or undrain the role before draining nodes'}, 'JH030': {'severity': 'warning', 'chart': False, 'title': 'migration podReplacementPolicy below Kubernetes 1.29', 'when': 'the file sets `migration.podReplacementPolicy: Failed` and `--kube-version` < 1.29 (not rendered there: a replacement migrate pod may start while the previous one terminates)', 'fix': 'Keep `commands.migrate` safe when two run at once, or ≥ 1.29'}, 'JH031': {'severity': 'error', 'chart': True, 'title': 'sleep action the cluster rejects in a user container', 'when': 'a sidecar or extra init container (chart-wide, role, migration) has a lifecycle `sleep` action below 1.30, or a 0-second one below 1.33 (the API server rejects the pod)', 'fix': 'Drop a 0-second hook, `exec` sleep below 1.30, or a newer Kubernetes'}, 'JH032': {'severity': 'error', 'chart': False, 'title': 'resource requests above limits', 'when': "a chart-owned container's requests exceed its limits (its own `resources`, else `defaultResources`; e.g. the chart's default request merged with your lower limit)", 'fix': 'Set the request too (at most the limit), or null it'}, 'JH035': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase without acceptAhead', 'when': '`commands.postMigrate` (pre- and post-deploy migrations) with `waitForMigrations.acceptAhead: false`: between the phases the schema is ahead of the previous image, whose pods must keep running and may restart', 'fix': 'Set `waitForMigrations.acceptAhead: true` (one release before the first split upgrade too); keep pre-deploy migrations expand-only'}, 'JH036': {'severity': 'error', 'chart': True, 'title': 'post-deploy phase in GitOps mode without guidance', 'when': '`commands.postMigrate` with `migration.useHelmHooks: false` and no `migration.postDeploy.gitOps` (`argocd`: a PostSync hook; `plain`: a Job that waits by itself)', 'fix': 'Set `migration.postDeploy.gitOps`, or use hook mode (a Flux HelmRelease runs helm hooks)'}, 'JH037': {'severity': 'error', 'chart': True, 'title': 'post-deploy wait shorter than the longest drain', 'when': '`migration.postDeploy.waitForRollout.timeoutSeconds` below the longest role grace: the Job gives up while old pods legitimately drain, and the contract migration never runs', 'fix': 'Remove it (default, the longest grace + `waitForMigrations.timeoutSeconds`) or raise it'}, 'JH038': {'severity': 'warning', 'chart': False, 'title': 'post-deploy API token automounted below Kubernetes 1.21', 'when': '`commands.postMigrate` with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the post-deploy pod automounts its ServiceAccount token into every container', 'fix': 'Accept it (the Role allows `list` on pods only) or target Kubernetes >= 1.21'}, 'JH041': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without database egress', 'when': '`networkPolicy.enabled` and neither `networkPolicy.database.to` nor `networkPolicy.extraEgress` is given: the handlers, wait-for-migrations, the migration Job and the helm test could not reach the database', 'fix': "Set `networkPolicy.database.to` to the database's peers (an `ipBlock.cidr` for a database outside the cluster, or a `podSelector`/`namespaceSelector`), or give `networkPolicy.extraEgress` rules that reach it"}, 'JH042': {'severity': 'warning', 'chart': False, 'title': 'NetworkPolicy without DNS for a database host name', 'when': '`networkPolicy.enabled`, `networkPolicy.dns.enabled: false`, no `networkPolicy.extraEgress`, and `database.host` is a name, not an IP address: no chart pod can resolve it', 'fix': 'Keep `networkPolicy.dns.enabled: true` (set `networkPolicy.dns.to` for NodeLocal DNSCache or another resolver), or give an IP address or `extraEgress` to your resolver'}, 'JH043': {'severity': 'warning', 'chart': False, 'title': 'role port that no pod may reach under the NetworkPolicy', 'when': "`networkPolicy.enabled`, a role has a port, `networkPolicy.allowRelease: false`, and no `ingress.from` or `extraIngress` (chart-wide or the role's) lets anything in: its Service answers nobody, and `helm test` fails", 'fix': "Give the role's clients in `networkPolicy.ingress.from` / `handlers.<role>.networkPolicy.ingress.from`, or keep `networkPolicy.allowRelease: true`"}, 'JH044': {'severity': 'error', 'chart': True, 'title': 'launching role without RBAC rules', 'when': '`handlers.<role>.launcher.enabled` with `launcher.rules: []`: the role gets an API token that may do nothing, and every launch fails with 403', 'fix': 'Remove `rules` (null: the launcher default, batch Jobs and pods) or list the PolicyRules the app needs'}, 'JH045': {'severity': 'error', 'chart': True, 'title': 'launcher settings on a role that does not launch', 'when': '`handlers.<role>.launcher.rules`, `namespace` or `podSecurity.mutate` set while `launcher.enabled` is false: nothing is rendered for them', 'fix': 'Set `launcher.enabled: true`, or remove them'}, 'JH046': {'severity': 'error', 'chart': True, 'title': 'NetworkPolicy without API server egress for a launching or preferIdle role', 'when': "`networkPolicy.enabled`, a launching role or one with `scaleIn.preferIdle`, and neither `networkPolicy.apiServer.to` nor `networkPolicy.extraEgress` nor the role's `networkPolicy.extraEgress`: the policy denies every call to the API server, so nothing is launched or adopted, or idle pods do not go first", 'fix': "Set `networkPolicy.apiServer.to` to the API server's endpoint addresses (`kubectl get endpointslice -n default -l kubernetes.io/service-name=kubernetes`), and `ports` to their port"}, 'JH047': {'severity': 'error', 'chart': True, 'title': "launched pods that the namespace's Pod Security refuses", 'when': '`launcher.podSecurity.podsMeet` is below `launcher.podSecurity.enforce` and no MutatingAdmissionPolicy lifts them (`mutate: true` only lifts to restricted, from Kubernetes 1.36, with a `podSelector`): the Job controller cannot create the pods and every launched job fails', 'fix': "Launch into a namespace labelled with the level the pods meet (`launcher.namespace`, `enforce: baseline`), or on ≥ 1.36 `podSecurity.mutate: true` with the launched pods' `podSelector`"}, 'JH048': {'severity': 'warning', 'chart': False, 'title': "launching role's grace sized for the launched work", 'when': "`handlers.<role>.maxJobRuntimeSeconds` ≥ `launcher.maxJobRuntimeSeconds`: the launched jobs run outside the pod and outlive it, so the grace only has to cover the launcher's own shutdown (its longest in-pod step: a launch, collecting outputs); a grace sized for the jobs holds rollouts, drains and autoscalers for nothing", 'fix': "Set `handlers.<role>.maxJobRuntimeSeconds` to the launcher's longest in-pod step (seconds to a few minutes)"}, 'JH049': {'severity': 'warning', 'chart': False, 'title': 'launcher API token automounted below Kubernetes 1.21', 'when': "a launching role with `--kube-version` < 1.21 (no `kube-root-ca.crt` ConfigMap for a projected token): the ServiceAccount token is automounted into every container of the role's pods, init containers and sidecars included", 'fix': "Accept it (the Role's rules bound what it may do) or target Kubernetes ≥ 1.21"}, 'JH050': {'severity': 'error', 'chart': True, 'title': 'environment variable name the API server refuses', 'when': "an `env[].name` or `envFrom[].prefix` (chart-wide, a role's, the migration's, or in a sidecar or init container) the target version's API server refuses: below Kubernetes 1.32 anything but letters, digits, `_`, `-` and `.` with no leading digit (or `.`, `..`, `..`-prefixed); from 1.32 (RelaxedEnvironmentVariableValidation, KEP-4369) `=` or a character outside printable ASCII", 'fix': 'Rename it to letters, digits and `_` (valid on every version)'}, 'JH051': {'severity': 'error', 'chart': False, 'title': 'NetworkPolicy ipBlock the API server refuses', 'when': "an `ipBlock` in a NetworkPolicy peer list (`networkPolicy.database.to`, `dns.to`, `apiServer.to`, `ingress.from`, `extraEgress`, `extraIngress`, or a role's) whose `cidr` is not a CIDR (address/prefix) or has an `except` entry that is not a strict subset of it; from Kubernetes 1.36 (StrictIPCIDRValidation, KEP-4858) also one with bits set beyond its prefix length, leading zeros or an IPv4-mapped IPv6 address", 'fix': 'Give the network address with its prefix, e.g. `10.0.0.0/24` or `10.0.0.5/32`, and `except` entries inside it'}, 'JH052': {'severity': 'error', 'chart': False, 'title': 'extended resource without an equal limit', 'when': "a resources block (`defaultResources`, a role's, `waitForMigrations`, `migration`, `helmTest`) requests an extended resource (e.g. `nvidia.com/gpu`) without a limit equal to the request: the API server refuses the container", 'fix': 'Give the extended resource the same request and limit'}, 'JH055': {'severity': 'error', 'chart': True, 'title': 'two autoscalers on one role', 'when': "`handlers.<role>.autoscaling.hpa.enabled` and `autoscaling.keda.enabled` both true: KEDA creates an HPA of its own, and two HPAs fight over one workload's replicas", 'fix': 'Keep one of them'}, 'JH056': {'severity': 'error', 'chart': False, 'title': 'replicas beside an autoscaler', 'when': "`handlers.<role>.replicas` set in the file on an autoscaled role: the chart leaves `replicas` out (so `helm upgrade` keeps the autoscaler's count), and the number would be silently ignored", 'fix': 'Remove `replicas`; set `minReplicas` (HPA) or `minReplicaCount` (KEDA)'}, 'JH057': {'severity': 'warning', 'chart': False, 'title': 'scale to zero without a drain', 'when': '`autoscaling.keda.minReplicaCount: 0` on a role with `drain.mode: none`: the trigger counts queued work, not work in flight, so the last pod is removed while it runs jobs and SIGTERM alone must finish them', 'fix': 'A drain adapter (`marker`, `signal`, `command`), or `minReplicaCount` ≥ 1'}, 'JH058': {'severity': 'warning', 'chart': False, 'title': 'scale-down window shorter than a poll, or behavior the cluster drops', 'when': "an autoscaled role's `behavior.scaleDown.stabilizationWindowSeconds` (HPA) or `advanced.horizontalPodAutoscalerConfig.behavior` (KEDA) is shorter than one poll of its metrics (15 s for the HPA, `pollingInterval` for KEDA): one noisy sample removes pods; or an HPA `behavior` below Kubernetes 1.18, which drops it", 'fix': 'Remove it (the chart derives one, README Autoscaling) or raise it to at least one poll'}, 'JH059': {'severity': 'warning', 'chart': False, 'title': 'queue-length trigger with prefetching consumers', 'when': "a KEDA `rabbitmq` trigger in `QueueLength` mode on a role with `drain.runtimeMultiplier` > 1 (consumers that prefetch): RabbitMQ's queue length leaves out delivered, unacknowledged messages, so KEDA scales in while every window is full", 'fix': "`mode: MessageRate`, a trigger on the app's own in-flight count, or no prefetch"}, 'JH061': {'severity': 'error', 'chart': True, 'lookup': True, 'title': 'workload kind switched while the old kind still runs', 'when': "`handlers.<role>.kind` is `<new kind>` while this release's `<old kind>` of the role still has replicas (spec or status) or pods: one `helm upgrade` deletes the `<old kind>` and creates the `<new kind>` in the same apply, so both kinds run at once for a while (the old pods drain their jobs in flight while the new ones start: two processes of the role, identities overlapping; 3–27 s in kind scenario 25b)", 'fix': 'Switch in two upgrades: 1. `handlers.<role>.kind: <old kind>` with `handlers.<role>.replicas: 0` (an autoscaled role with its autoscaler off), then wait until its pods are gone (`kubectl wait -n <namespace> --for=delete pod -l app.kubernetes.io/instance=<release>,app.kubernetes.io/component=<role> --timeout=30m`); 2. `handlers.<role>.kind: <new kind>` with its replicas. Or accept the overlap: `handlers.<role>.kindSwitch.allowOverlap: true`'}, 'JH070': {'severity': 'warning', 'chart': False, 'title': 'preferIdle token not narrowed below Kubernetes 1.30', 'when': "`handlers.<role>.scaleIn.preferIdle.enabled` with `--kube-version` < 1.30: no ValidatingAdmissionPolicy (GA 1.30, KEP-3488) to match the token's pod name, so the role's token may patch every pod of the namespace, not only its own pod's deletion cost; below 1.21 it is also automounted into every container of the pod", 'fix': 'Accept it (RBAC still allows `patch` on pods only) or target Kubernetes ≥ 1.30'}, 'JH071': {'severity': 'error', 'chart': True, 'title': 'preferIdle on a StatefulSet role', 'when': '`handlers.<role>.scaleIn.preferIdle.enabled` on a role with `kind: StatefulSet`: a StatefulSet always removes its highest ordinal and ignores `controller.kubernetes.io/pod-deletion-cost` (ReplicaSets only), so the container, token and RBAC would cost without effect', 'fix': "Turn preferIdle off (the drain still finishes the removed pod's jobs), or use `kind: Deployment` where the role needs no stable identities"}, 'JH072': {'severity': 'error', 'chart': False, 'title': 'utilization target without requests', 'when': 'an autoscaled role scales on a resource\'s Utilization (an HPA `Resource` metric with `target.type: Utilization`, or a KEDA `cpu`/`memory` trigger in its default metricType) while a container of its pods requests none of that resource: the role\'s own (`resources`, else `defaultResources`), a sidecar, an extra init container with `restartPolicy: Always`, or preferIdle\'s deletion-cost container. The HPA controller sums the requests of every container and native sidecar, finds one missing ("missing request for cpu in container …") and never scales the role', 'fix': 'Give that container `resources.requests` for the resource, or scale on an `AverageValue` target'}, 'JH073': {'severity': 'warning', 'chart': False, 'title': 'override that breaks Pod Security restricted', 'when': "a value of yours makes a rendered pod break Pod Security `restricted`, named by the check it breaks: `runAsNonRoot: false` (runAsNonRoot), `runAsUser: 0` (runAsUser), `privileged: true` (privileged), `allowPrivilegeEscalation: true` (privilegeEscalation), capabilities added beyond NET_BIND_SERVICE or a `drop` without ALL (capabilities), seccompProfile `Unconfined` (seccompProfile) in `podSecurityContext`, `containerSecurityContext`, a role's, a sidecar's or an extra init container's (one they leave unset is JH074's); a `hostPath` volume (hostPathVolumes) or another type restricted forbids (volumeTypes); a `hostPort` (hostPorts). A warning: the namespace may be `baseline`", 'fix': "Keep the chart's defaults and meet restricted in your containers, or label the namespace for the level you need"}, 'JH074': {'severity': 'warning', 'chart': False, 'title': 'a container of yours leaves Pod Security restricted', 'when': "a sidecar or extra init container (chart-wide, a role's or the migration Job's) leaves unset what Pod Security `restricted` requires: `allowPrivilegeEscalation: false`, `capabilities.drop: [ALL]`, or runAsNonRoot / a seccompProfile type in it or in its pod's context. The chart renders your containers as given. A warning: the namespace may be `baseline`", 'fix': 'Give the container securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}, or label the namespace for the level you need'}, 'JH075': {'severity': 'error', 'chart': False, 'title': 'required node affinity value the API server refuses', 'when': "a value in `nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchExpressions[].values` (a role's `affinity` or `migration.affinity`) that is no label value, from Kubernetes 1.32 (kubernetes/kubernetes#128212): the API server refuses the pod template. Below 1.32 it takes any string, and the pod never schedules. The operators, the values' count, weights and topologyKey are the schema's (every version)", 'fix': "Give the node label's value as it is on the nodes: at most 63 letters, digits, `-`, `_` or `.`, a letter or digit at both ends"}, 'JH076': {'severity': 'error', 'chart': False, 'title': 'privileged or CAP_SYS_ADMIN without privilege escalation', 'when': "a container whose security context, as the chart renders it, has `allowPrivilegeEscalation: false` (the chart's default in `containerSecurityContext`) with `privileged: true` or `capabilities.add: [CAP_SYS_ADMIN]`: a role's `securityContext` merged over `containerSecurityContext`, the chart-wide one, or a sidecar's or extra init container's own. The API server refuses the container on every version", 'fix': 'Set `allowPrivilegeEscalation: true` beside it, or remove `privileged` / `CAP_SYS_ADMIN`'}}}
 
@@ -1612,53 +1612,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                             if data__networkPolicy__ingress__from_is_list:
                                 data__networkPolicy__ingress__from_len = len(data__networkPolicy__ingress__from)
                                 for data__networkPolicy__ingress__from_x, data__networkPolicy__ingress__from_item in enumerate(data__networkPolicy__ingress__from):
-                                    if not isinstance(data__networkPolicy__ingress__from_item, (dict)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must be object")
-                                    data__networkPolicy__ingress__from_item_is_dict = isinstance(data__networkPolicy__ingress__from_item, dict)
-                                    if data__networkPolicy__ingress__from_item_is_dict:
-                                        data__networkPolicy__ingress__from_item_len = len(data__networkPolicy__ingress__from_item)
-                                        if data__networkPolicy__ingress__from_item_len < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must contain at least 1 properties")
-                                        data__networkPolicy__ingress__from_item_keys = set(data__networkPolicy__ingress__from_item.keys())
-                                        if "podSelector" in data__networkPolicy__ingress__from_item_keys:
-                                            data__networkPolicy__ingress__from_item_keys.remove("podSelector")
-                                            data__networkPolicy__ingress__from_item__podSelector = data__networkPolicy__ingress__from_item["podSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()))
-                                        if "namespaceSelector" in data__networkPolicy__ingress__from_item_keys:
-                                            data__networkPolicy__ingress__from_item_keys.remove("namespaceSelector")
-                                            data__networkPolicy__ingress__from_item__namespaceSelector = data__networkPolicy__ingress__from_item["namespaceSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()))
-                                        if "ipBlock" in data__networkPolicy__ingress__from_item_keys:
-                                            data__networkPolicy__ingress__from_item_keys.remove("ipBlock")
-                                            data__networkPolicy__ingress__from_item__ipBlock = data__networkPolicy__ingress__from_item["ipBlock"]
-                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must be object")
-                                            data__networkPolicy__ingress__from_item__ipBlock_is_dict = isinstance(data__networkPolicy__ingress__from_item__ipBlock, dict)
-                                            if data__networkPolicy__ingress__from_item__ipBlock_is_dict:
-                                                data__networkPolicy__ingress__from_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__ingress__from_item__ipBlock.keys()
-                                                if data__networkPolicy__ingress__from_item__ipBlock__missing_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must contain ")
-                                                data__networkPolicy__ingress__from_item__ipBlock_keys = set(data__networkPolicy__ingress__from_item__ipBlock.keys())
-                                                if "cidr" in data__networkPolicy__ingress__from_item__ipBlock_keys:
-                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("cidr")
-                                                    data__networkPolicy__ingress__from_item__ipBlock__cidr = data__networkPolicy__ingress__from_item__ipBlock["cidr"]
-                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__cidr, (str)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.cidr".format(**locals()) + " must be string")
-                                                if "except" in data__networkPolicy__ingress__from_item__ipBlock_keys:
-                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("except")
-                                                    data__networkPolicy__ingress__from_item__ipBlock__except = data__networkPolicy__ingress__from_item__ipBlock["except"]
-                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except".format(**locals()) + " must be array")
-                                                    data__networkPolicy__ingress__from_item__ipBlock__except_is_list = isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple))
-                                                    if data__networkPolicy__ingress__from_item__ipBlock__except_is_list:
-                                                        data__networkPolicy__ingress__from_item__ipBlock__except_len = len(data__networkPolicy__ingress__from_item__ipBlock__except)
-                                                        for data__networkPolicy__ingress__from_item__ipBlock__except_x, data__networkPolicy__ingress__from_item__ipBlock__except_item in enumerate(data__networkPolicy__ingress__from_item__ipBlock__except):
-                                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except_item, (str)):
-                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except[{data__networkPolicy__ingress__from_item__ipBlock__except_x}]".format(**locals()) + " must be string")
-                                                if data__networkPolicy__ingress__from_item__ipBlock_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item__ipBlock_keys)+" properties")
-                                        if data__networkPolicy__ingress__from_item_keys:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item_keys)+" properties")
+                                    validate___definitions_networkpolicypeer(data__networkPolicy__ingress__from_item, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()))
                         if data__networkPolicy__ingress_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress must not contain "+str(data__networkPolicy__ingress_keys)+" properties")
                 if "database" in data__networkPolicy_keys:
@@ -1678,53 +1632,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                             if data__networkPolicy__database__to_is_list:
                                 data__networkPolicy__database__to_len = len(data__networkPolicy__database__to)
                                 for data__networkPolicy__database__to_x, data__networkPolicy__database__to_item in enumerate(data__networkPolicy__database__to):
-                                    if not isinstance(data__networkPolicy__database__to_item, (dict)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()) + " must be object")
-                                    data__networkPolicy__database__to_item_is_dict = isinstance(data__networkPolicy__database__to_item, dict)
-                                    if data__networkPolicy__database__to_item_is_dict:
-                                        data__networkPolicy__database__to_item_len = len(data__networkPolicy__database__to_item)
-                                        if data__networkPolicy__database__to_item_len < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()) + " must contain at least 1 properties")
-                                        data__networkPolicy__database__to_item_keys = set(data__networkPolicy__database__to_item.keys())
-                                        if "podSelector" in data__networkPolicy__database__to_item_keys:
-                                            data__networkPolicy__database__to_item_keys.remove("podSelector")
-                                            data__networkPolicy__database__to_item__podSelector = data__networkPolicy__database__to_item["podSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__database__to_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].podSelector".format(**locals()))
-                                        if "namespaceSelector" in data__networkPolicy__database__to_item_keys:
-                                            data__networkPolicy__database__to_item_keys.remove("namespaceSelector")
-                                            data__networkPolicy__database__to_item__namespaceSelector = data__networkPolicy__database__to_item["namespaceSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__database__to_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].namespaceSelector".format(**locals()))
-                                        if "ipBlock" in data__networkPolicy__database__to_item_keys:
-                                            data__networkPolicy__database__to_item_keys.remove("ipBlock")
-                                            data__networkPolicy__database__to_item__ipBlock = data__networkPolicy__database__to_item["ipBlock"]
-                                            if not isinstance(data__networkPolicy__database__to_item__ipBlock, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock".format(**locals()) + " must be object")
-                                            data__networkPolicy__database__to_item__ipBlock_is_dict = isinstance(data__networkPolicy__database__to_item__ipBlock, dict)
-                                            if data__networkPolicy__database__to_item__ipBlock_is_dict:
-                                                data__networkPolicy__database__to_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__database__to_item__ipBlock.keys()
-                                                if data__networkPolicy__database__to_item__ipBlock__missing_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock".format(**locals()) + " must contain ")
-                                                data__networkPolicy__database__to_item__ipBlock_keys = set(data__networkPolicy__database__to_item__ipBlock.keys())
-                                                if "cidr" in data__networkPolicy__database__to_item__ipBlock_keys:
-                                                    data__networkPolicy__database__to_item__ipBlock_keys.remove("cidr")
-                                                    data__networkPolicy__database__to_item__ipBlock__cidr = data__networkPolicy__database__to_item__ipBlock["cidr"]
-                                                    if not isinstance(data__networkPolicy__database__to_item__ipBlock__cidr, (str)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock.cidr".format(**locals()) + " must be string")
-                                                if "except" in data__networkPolicy__database__to_item__ipBlock_keys:
-                                                    data__networkPolicy__database__to_item__ipBlock_keys.remove("except")
-                                                    data__networkPolicy__database__to_item__ipBlock__except = data__networkPolicy__database__to_item__ipBlock["except"]
-                                                    if not isinstance(data__networkPolicy__database__to_item__ipBlock__except, (list, tuple)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock.except".format(**locals()) + " must be array")
-                                                    data__networkPolicy__database__to_item__ipBlock__except_is_list = isinstance(data__networkPolicy__database__to_item__ipBlock__except, (list, tuple))
-                                                    if data__networkPolicy__database__to_item__ipBlock__except_is_list:
-                                                        data__networkPolicy__database__to_item__ipBlock__except_len = len(data__networkPolicy__database__to_item__ipBlock__except)
-                                                        for data__networkPolicy__database__to_item__ipBlock__except_x, data__networkPolicy__database__to_item__ipBlock__except_item in enumerate(data__networkPolicy__database__to_item__ipBlock__except):
-                                                            if not isinstance(data__networkPolicy__database__to_item__ipBlock__except_item, (str)):
-                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock.except[{data__networkPolicy__database__to_item__ipBlock__except_x}]".format(**locals()) + " must be string")
-                                                if data__networkPolicy__database__to_item__ipBlock_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__database__to_item__ipBlock_keys)+" properties")
-                                        if data__networkPolicy__database__to_item_keys:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__database__to_item_keys)+" properties")
+                                    validate___definitions_networkpolicypeer(data__networkPolicy__database__to_item, custom_formats, (name_prefix or "data") + ".networkPolicy.database.to[{data__networkPolicy__database__to_x}]".format(**locals()))
                         if data__networkPolicy__database_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.database must not contain "+str(data__networkPolicy__database_keys)+" properties")
                 if "dns" in data__networkPolicy_keys:
@@ -1752,53 +1660,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                                     if data__networkPolicy__dns__to_is_list:
                                         data__networkPolicy__dns__to_len = len(data__networkPolicy__dns__to)
                                         for data__networkPolicy__dns__to_x, data__networkPolicy__dns__to_item in enumerate(data__networkPolicy__dns__to):
-                                            if not isinstance(data__networkPolicy__dns__to_item, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must be object")
-                                            data__networkPolicy__dns__to_item_is_dict = isinstance(data__networkPolicy__dns__to_item, dict)
-                                            if data__networkPolicy__dns__to_item_is_dict:
-                                                data__networkPolicy__dns__to_item_len = len(data__networkPolicy__dns__to_item)
-                                                if data__networkPolicy__dns__to_item_len < 1:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must contain at least 1 properties")
-                                                data__networkPolicy__dns__to_item_keys = set(data__networkPolicy__dns__to_item.keys())
-                                                if "podSelector" in data__networkPolicy__dns__to_item_keys:
-                                                    data__networkPolicy__dns__to_item_keys.remove("podSelector")
-                                                    data__networkPolicy__dns__to_item__podSelector = data__networkPolicy__dns__to_item["podSelector"]
-                                                    validate___definitions_labelselector(data__networkPolicy__dns__to_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].podSelector".format(**locals()))
-                                                if "namespaceSelector" in data__networkPolicy__dns__to_item_keys:
-                                                    data__networkPolicy__dns__to_item_keys.remove("namespaceSelector")
-                                                    data__networkPolicy__dns__to_item__namespaceSelector = data__networkPolicy__dns__to_item["namespaceSelector"]
-                                                    validate___definitions_labelselector(data__networkPolicy__dns__to_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].namespaceSelector".format(**locals()))
-                                                if "ipBlock" in data__networkPolicy__dns__to_item_keys:
-                                                    data__networkPolicy__dns__to_item_keys.remove("ipBlock")
-                                                    data__networkPolicy__dns__to_item__ipBlock = data__networkPolicy__dns__to_item["ipBlock"]
-                                                    if not isinstance(data__networkPolicy__dns__to_item__ipBlock, (dict)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must be object")
-                                                    data__networkPolicy__dns__to_item__ipBlock_is_dict = isinstance(data__networkPolicy__dns__to_item__ipBlock, dict)
-                                                    if data__networkPolicy__dns__to_item__ipBlock_is_dict:
-                                                        data__networkPolicy__dns__to_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__dns__to_item__ipBlock.keys()
-                                                        if data__networkPolicy__dns__to_item__ipBlock__missing_keys:
-                                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must contain ")
-                                                        data__networkPolicy__dns__to_item__ipBlock_keys = set(data__networkPolicy__dns__to_item__ipBlock.keys())
-                                                        if "cidr" in data__networkPolicy__dns__to_item__ipBlock_keys:
-                                                            data__networkPolicy__dns__to_item__ipBlock_keys.remove("cidr")
-                                                            data__networkPolicy__dns__to_item__ipBlock__cidr = data__networkPolicy__dns__to_item__ipBlock["cidr"]
-                                                            if not isinstance(data__networkPolicy__dns__to_item__ipBlock__cidr, (str)):
-                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock.cidr".format(**locals()) + " must be string")
-                                                        if "except" in data__networkPolicy__dns__to_item__ipBlock_keys:
-                                                            data__networkPolicy__dns__to_item__ipBlock_keys.remove("except")
-                                                            data__networkPolicy__dns__to_item__ipBlock__except = data__networkPolicy__dns__to_item__ipBlock["except"]
-                                                            if not isinstance(data__networkPolicy__dns__to_item__ipBlock__except, (list, tuple)):
-                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock.except".format(**locals()) + " must be array")
-                                                            data__networkPolicy__dns__to_item__ipBlock__except_is_list = isinstance(data__networkPolicy__dns__to_item__ipBlock__except, (list, tuple))
-                                                            if data__networkPolicy__dns__to_item__ipBlock__except_is_list:
-                                                                data__networkPolicy__dns__to_item__ipBlock__except_len = len(data__networkPolicy__dns__to_item__ipBlock__except)
-                                                                for data__networkPolicy__dns__to_item__ipBlock__except_x, data__networkPolicy__dns__to_item__ipBlock__except_item in enumerate(data__networkPolicy__dns__to_item__ipBlock__except):
-                                                                    if not isinstance(data__networkPolicy__dns__to_item__ipBlock__except_item, (str)):
-                                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock.except[{data__networkPolicy__dns__to_item__ipBlock__except_x}]".format(**locals()) + " must be string")
-                                                        if data__networkPolicy__dns__to_item__ipBlock_keys:
-                                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__dns__to_item__ipBlock_keys)+" properties")
-                                                if data__networkPolicy__dns__to_item_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__dns__to_item_keys)+" properties")
+                                            validate___definitions_networkpolicypeer(data__networkPolicy__dns__to_item, custom_formats, (name_prefix or "data") + ".networkPolicy.dns.to[{data__networkPolicy__dns__to_x}]".format(**locals()))
                                     data__networkPolicy__dns__to_any_of_count10 += 1
                                 except JsonSchemaValueException: pass
                             if not data__networkPolicy__dns__to_any_of_count10:
@@ -1850,53 +1712,7 @@ def validate(data, custom_formats={}, name_prefix=None):
                             if data__networkPolicy__apiServer__to_is_list:
                                 data__networkPolicy__apiServer__to_len = len(data__networkPolicy__apiServer__to)
                                 for data__networkPolicy__apiServer__to_x, data__networkPolicy__apiServer__to_item in enumerate(data__networkPolicy__apiServer__to):
-                                    if not isinstance(data__networkPolicy__apiServer__to_item, (dict)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}]".format(**locals()) + " must be object")
-                                    data__networkPolicy__apiServer__to_item_is_dict = isinstance(data__networkPolicy__apiServer__to_item, dict)
-                                    if data__networkPolicy__apiServer__to_item_is_dict:
-                                        data__networkPolicy__apiServer__to_item_len = len(data__networkPolicy__apiServer__to_item)
-                                        if data__networkPolicy__apiServer__to_item_len < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}]".format(**locals()) + " must contain at least 1 properties")
-                                        data__networkPolicy__apiServer__to_item_keys = set(data__networkPolicy__apiServer__to_item.keys())
-                                        if "podSelector" in data__networkPolicy__apiServer__to_item_keys:
-                                            data__networkPolicy__apiServer__to_item_keys.remove("podSelector")
-                                            data__networkPolicy__apiServer__to_item__podSelector = data__networkPolicy__apiServer__to_item["podSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__apiServer__to_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].podSelector".format(**locals()))
-                                        if "namespaceSelector" in data__networkPolicy__apiServer__to_item_keys:
-                                            data__networkPolicy__apiServer__to_item_keys.remove("namespaceSelector")
-                                            data__networkPolicy__apiServer__to_item__namespaceSelector = data__networkPolicy__apiServer__to_item["namespaceSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__apiServer__to_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].namespaceSelector".format(**locals()))
-                                        if "ipBlock" in data__networkPolicy__apiServer__to_item_keys:
-                                            data__networkPolicy__apiServer__to_item_keys.remove("ipBlock")
-                                            data__networkPolicy__apiServer__to_item__ipBlock = data__networkPolicy__apiServer__to_item["ipBlock"]
-                                            if not isinstance(data__networkPolicy__apiServer__to_item__ipBlock, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].ipBlock".format(**locals()) + " must be object")
-                                            data__networkPolicy__apiServer__to_item__ipBlock_is_dict = isinstance(data__networkPolicy__apiServer__to_item__ipBlock, dict)
-                                            if data__networkPolicy__apiServer__to_item__ipBlock_is_dict:
-                                                data__networkPolicy__apiServer__to_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__apiServer__to_item__ipBlock.keys()
-                                                if data__networkPolicy__apiServer__to_item__ipBlock__missing_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].ipBlock".format(**locals()) + " must contain ")
-                                                data__networkPolicy__apiServer__to_item__ipBlock_keys = set(data__networkPolicy__apiServer__to_item__ipBlock.keys())
-                                                if "cidr" in data__networkPolicy__apiServer__to_item__ipBlock_keys:
-                                                    data__networkPolicy__apiServer__to_item__ipBlock_keys.remove("cidr")
-                                                    data__networkPolicy__apiServer__to_item__ipBlock__cidr = data__networkPolicy__apiServer__to_item__ipBlock["cidr"]
-                                                    if not isinstance(data__networkPolicy__apiServer__to_item__ipBlock__cidr, (str)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].ipBlock.cidr".format(**locals()) + " must be string")
-                                                if "except" in data__networkPolicy__apiServer__to_item__ipBlock_keys:
-                                                    data__networkPolicy__apiServer__to_item__ipBlock_keys.remove("except")
-                                                    data__networkPolicy__apiServer__to_item__ipBlock__except = data__networkPolicy__apiServer__to_item__ipBlock["except"]
-                                                    if not isinstance(data__networkPolicy__apiServer__to_item__ipBlock__except, (list, tuple)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].ipBlock.except".format(**locals()) + " must be array")
-                                                    data__networkPolicy__apiServer__to_item__ipBlock__except_is_list = isinstance(data__networkPolicy__apiServer__to_item__ipBlock__except, (list, tuple))
-                                                    if data__networkPolicy__apiServer__to_item__ipBlock__except_is_list:
-                                                        data__networkPolicy__apiServer__to_item__ipBlock__except_len = len(data__networkPolicy__apiServer__to_item__ipBlock__except)
-                                                        for data__networkPolicy__apiServer__to_item__ipBlock__except_x, data__networkPolicy__apiServer__to_item__ipBlock__except_item in enumerate(data__networkPolicy__apiServer__to_item__ipBlock__except):
-                                                            if not isinstance(data__networkPolicy__apiServer__to_item__ipBlock__except_item, (str)):
-                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].ipBlock.except[{data__networkPolicy__apiServer__to_item__ipBlock__except_x}]".format(**locals()) + " must be string")
-                                                if data__networkPolicy__apiServer__to_item__ipBlock_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__apiServer__to_item__ipBlock_keys)+" properties")
-                                        if data__networkPolicy__apiServer__to_item_keys:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__apiServer__to_item_keys)+" properties")
+                                    validate___definitions_networkpolicypeer(data__networkPolicy__apiServer__to_item, custom_formats, (name_prefix or "data") + ".networkPolicy.apiServer.to[{data__networkPolicy__apiServer__to_x}]".format(**locals()))
                         if "ports" in data__networkPolicy__apiServer_keys:
                             data__networkPolicy__apiServer_keys.remove("ports")
                             data__networkPolicy__apiServer__ports = data__networkPolicy__apiServer["ports"]
@@ -2762,87 +2578,53 @@ def validate___definitions_envvar(data, custom_formats={}, name_prefix=None):
                 if "configMapKeyRef" in data__valueFrom_keys:
                     data__valueFrom_keys.remove("configMapKeyRef")
                     data__valueFrom__configMapKeyRef = data__valueFrom["configMapKeyRef"]
-                    if not isinstance(data__valueFrom__configMapKeyRef, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef must be object")
-                    data__valueFrom__configMapKeyRef_is_dict = isinstance(data__valueFrom__configMapKeyRef, dict)
-                    if data__valueFrom__configMapKeyRef_is_dict:
-                        data__valueFrom__configMapKeyRef__missing_keys = set(['name', 'key']) - data__valueFrom__configMapKeyRef.keys()
-                        if data__valueFrom__configMapKeyRef__missing_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef must contain ")
-                        data__valueFrom__configMapKeyRef_keys = set(data__valueFrom__configMapKeyRef.keys())
-                        if "name" in data__valueFrom__configMapKeyRef_keys:
-                            data__valueFrom__configMapKeyRef_keys.remove("name")
-                            data__valueFrom__configMapKeyRef__name = data__valueFrom__configMapKeyRef["name"]
-                            if not isinstance(data__valueFrom__configMapKeyRef__name, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must be string")
-                            if isinstance(data__valueFrom__configMapKeyRef__name, str):
-                                data__valueFrom__configMapKeyRef__name_len = len(data__valueFrom__configMapKeyRef__name)
-                                if data__valueFrom__configMapKeyRef__name_len < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must be longer than or equal to 1 characters")
-                                if data__valueFrom__configMapKeyRef__name_len > 253:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must be shorter than or equal to 253 characters")
-                                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'].search(data__valueFrom__configMapKeyRef__name):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.name must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-                        if "key" in data__valueFrom__configMapKeyRef_keys:
-                            data__valueFrom__configMapKeyRef_keys.remove("key")
-                            data__valueFrom__configMapKeyRef__key = data__valueFrom__configMapKeyRef["key"]
-                            if not isinstance(data__valueFrom__configMapKeyRef__key, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must be string")
-                            if isinstance(data__valueFrom__configMapKeyRef__key, str):
-                                data__valueFrom__configMapKeyRef__key_len = len(data__valueFrom__configMapKeyRef__key)
-                                if data__valueFrom__configMapKeyRef__key_len < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must be longer than or equal to 1 characters")
-                                if data__valueFrom__configMapKeyRef__key_len > 253:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must be shorter than or equal to 253 characters")
-                                if not REGEX_PATTERNS['^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$'].search(data__valueFrom__configMapKeyRef__key):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.key must match pattern ^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$")
-                        if "optional" in data__valueFrom__configMapKeyRef_keys:
-                            data__valueFrom__configMapKeyRef_keys.remove("optional")
-                            data__valueFrom__configMapKeyRef__optional = data__valueFrom__configMapKeyRef["optional"]
-                            if not isinstance(data__valueFrom__configMapKeyRef__optional, (bool)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.configMapKeyRef.optional must be boolean")
+                    validate___definitions_keyselector(data__valueFrom__configMapKeyRef, custom_formats, (name_prefix or "data") + ".valueFrom.configMapKeyRef")
                 if "secretKeyRef" in data__valueFrom_keys:
                     data__valueFrom_keys.remove("secretKeyRef")
                     data__valueFrom__secretKeyRef = data__valueFrom["secretKeyRef"]
-                    if not isinstance(data__valueFrom__secretKeyRef, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef must be object")
-                    data__valueFrom__secretKeyRef_is_dict = isinstance(data__valueFrom__secretKeyRef, dict)
-                    if data__valueFrom__secretKeyRef_is_dict:
-                        data__valueFrom__secretKeyRef__missing_keys = set(['name', 'key']) - data__valueFrom__secretKeyRef.keys()
-                        if data__valueFrom__secretKeyRef__missing_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef must contain ")
-                        data__valueFrom__secretKeyRef_keys = set(data__valueFrom__secretKeyRef.keys())
-                        if "name" in data__valueFrom__secretKeyRef_keys:
-                            data__valueFrom__secretKeyRef_keys.remove("name")
-                            data__valueFrom__secretKeyRef__name = data__valueFrom__secretKeyRef["name"]
-                            if not isinstance(data__valueFrom__secretKeyRef__name, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must be string")
-                            if isinstance(data__valueFrom__secretKeyRef__name, str):
-                                data__valueFrom__secretKeyRef__name_len = len(data__valueFrom__secretKeyRef__name)
-                                if data__valueFrom__secretKeyRef__name_len < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must be longer than or equal to 1 characters")
-                                if data__valueFrom__secretKeyRef__name_len > 253:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must be shorter than or equal to 253 characters")
-                                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'].search(data__valueFrom__secretKeyRef__name):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.name must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-                        if "key" in data__valueFrom__secretKeyRef_keys:
-                            data__valueFrom__secretKeyRef_keys.remove("key")
-                            data__valueFrom__secretKeyRef__key = data__valueFrom__secretKeyRef["key"]
-                            if not isinstance(data__valueFrom__secretKeyRef__key, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must be string")
-                            if isinstance(data__valueFrom__secretKeyRef__key, str):
-                                data__valueFrom__secretKeyRef__key_len = len(data__valueFrom__secretKeyRef__key)
-                                if data__valueFrom__secretKeyRef__key_len < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must be longer than or equal to 1 characters")
-                                if data__valueFrom__secretKeyRef__key_len > 253:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must be shorter than or equal to 253 characters")
-                                if not REGEX_PATTERNS['^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$'].search(data__valueFrom__secretKeyRef__key):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.key must match pattern ^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$")
-                        if "optional" in data__valueFrom__secretKeyRef_keys:
-                            data__valueFrom__secretKeyRef_keys.remove("optional")
-                            data__valueFrom__secretKeyRef__optional = data__valueFrom__secretKeyRef["optional"]
-                            if not isinstance(data__valueFrom__secretKeyRef__optional, (bool)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".valueFrom.secretKeyRef.optional must be boolean")
+                    validate___definitions_keyselector(data__valueFrom__secretKeyRef, custom_formats, (name_prefix or "data") + ".valueFrom.secretKeyRef")
+    return data
+
+def validate___definitions_keyselector(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data__missing_keys = set(['name', 'key']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+        data_keys = set(data.keys())
+        if "name" in data_keys:
+            data_keys.remove("name")
+            data__name = data["name"]
+            if not isinstance(data__name, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must be string")
+            if isinstance(data__name, str):
+                data__name_len = len(data__name)
+                if data__name_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must be longer than or equal to 1 characters")
+                if data__name_len > 253:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must be shorter than or equal to 253 characters")
+                if not REGEX_PATTERNS['^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'].search(data__name):
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".name must match pattern ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+        if "key" in data_keys:
+            data_keys.remove("key")
+            data__key = data["key"]
+            if not isinstance(data__key, (str)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".key must be string")
+            if isinstance(data__key, str):
+                data__key_len = len(data__key)
+                if data__key_len < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".key must be longer than or equal to 1 characters")
+                if data__key_len > 253:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".key must be shorter than or equal to 253 characters")
+                if not REGEX_PATTERNS['^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$'].search(data__key):
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".key must match pattern ^([-_a-zA-Z0-9][-._a-zA-Z0-9]*|\\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*)$")
+        if "optional" in data_keys:
+            data_keys.remove("optional")
+            data__optional = data["optional"]
+            if not isinstance(data__optional, (bool)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".optional must be boolean")
     return data
 
 def validate___definitions_role(data, custom_formats={}, name_prefix=None):
@@ -3588,53 +3370,7 @@ def validate___definitions_role(data, custom_formats={}, name_prefix=None):
                             if data__networkPolicy__ingress__from_is_list:
                                 data__networkPolicy__ingress__from_len = len(data__networkPolicy__ingress__from)
                                 for data__networkPolicy__ingress__from_x, data__networkPolicy__ingress__from_item in enumerate(data__networkPolicy__ingress__from):
-                                    if not isinstance(data__networkPolicy__ingress__from_item, (dict)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must be object")
-                                    data__networkPolicy__ingress__from_item_is_dict = isinstance(data__networkPolicy__ingress__from_item, dict)
-                                    if data__networkPolicy__ingress__from_item_is_dict:
-                                        data__networkPolicy__ingress__from_item_len = len(data__networkPolicy__ingress__from_item)
-                                        if data__networkPolicy__ingress__from_item_len < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must contain at least 1 properties")
-                                        data__networkPolicy__ingress__from_item_keys = set(data__networkPolicy__ingress__from_item.keys())
-                                        if "podSelector" in data__networkPolicy__ingress__from_item_keys:
-                                            data__networkPolicy__ingress__from_item_keys.remove("podSelector")
-                                            data__networkPolicy__ingress__from_item__podSelector = data__networkPolicy__ingress__from_item["podSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__podSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].podSelector".format(**locals()))
-                                        if "namespaceSelector" in data__networkPolicy__ingress__from_item_keys:
-                                            data__networkPolicy__ingress__from_item_keys.remove("namespaceSelector")
-                                            data__networkPolicy__ingress__from_item__namespaceSelector = data__networkPolicy__ingress__from_item["namespaceSelector"]
-                                            validate___definitions_labelselector(data__networkPolicy__ingress__from_item__namespaceSelector, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].namespaceSelector".format(**locals()))
-                                        if "ipBlock" in data__networkPolicy__ingress__from_item_keys:
-                                            data__networkPolicy__ingress__from_item_keys.remove("ipBlock")
-                                            data__networkPolicy__ingress__from_item__ipBlock = data__networkPolicy__ingress__from_item["ipBlock"]
-                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock, (dict)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must be object")
-                                            data__networkPolicy__ingress__from_item__ipBlock_is_dict = isinstance(data__networkPolicy__ingress__from_item__ipBlock, dict)
-                                            if data__networkPolicy__ingress__from_item__ipBlock_is_dict:
-                                                data__networkPolicy__ingress__from_item__ipBlock__missing_keys = set(['cidr']) - data__networkPolicy__ingress__from_item__ipBlock.keys()
-                                                if data__networkPolicy__ingress__from_item__ipBlock__missing_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must contain ")
-                                                data__networkPolicy__ingress__from_item__ipBlock_keys = set(data__networkPolicy__ingress__from_item__ipBlock.keys())
-                                                if "cidr" in data__networkPolicy__ingress__from_item__ipBlock_keys:
-                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("cidr")
-                                                    data__networkPolicy__ingress__from_item__ipBlock__cidr = data__networkPolicy__ingress__from_item__ipBlock["cidr"]
-                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__cidr, (str)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.cidr".format(**locals()) + " must be string")
-                                                if "except" in data__networkPolicy__ingress__from_item__ipBlock_keys:
-                                                    data__networkPolicy__ingress__from_item__ipBlock_keys.remove("except")
-                                                    data__networkPolicy__ingress__from_item__ipBlock__except = data__networkPolicy__ingress__from_item__ipBlock["except"]
-                                                    if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except".format(**locals()) + " must be array")
-                                                    data__networkPolicy__ingress__from_item__ipBlock__except_is_list = isinstance(data__networkPolicy__ingress__from_item__ipBlock__except, (list, tuple))
-                                                    if data__networkPolicy__ingress__from_item__ipBlock__except_is_list:
-                                                        data__networkPolicy__ingress__from_item__ipBlock__except_len = len(data__networkPolicy__ingress__from_item__ipBlock__except)
-                                                        for data__networkPolicy__ingress__from_item__ipBlock__except_x, data__networkPolicy__ingress__from_item__ipBlock__except_item in enumerate(data__networkPolicy__ingress__from_item__ipBlock__except):
-                                                            if not isinstance(data__networkPolicy__ingress__from_item__ipBlock__except_item, (str)):
-                                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock.except[{data__networkPolicy__ingress__from_item__ipBlock__except_x}]".format(**locals()) + " must be string")
-                                                if data__networkPolicy__ingress__from_item__ipBlock_keys:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}].ipBlock".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item__ipBlock_keys)+" properties")
-                                        if data__networkPolicy__ingress__from_item_keys:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()) + " must not contain "+str(data__networkPolicy__ingress__from_item_keys)+" properties")
+                                    validate___definitions_networkpolicypeer(data__networkPolicy__ingress__from_item, custom_formats, (name_prefix or "data") + ".networkPolicy.ingress.from[{data__networkPolicy__ingress__from_x}]".format(**locals()))
                         if data__networkPolicy__ingress_keys:
                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".networkPolicy.ingress must not contain "+str(data__networkPolicy__ingress_keys)+" properties")
                 if "extraIngress" in data__networkPolicy_keys:
@@ -4348,147 +4084,6 @@ def validate___definitions_topologyspreadconstraint(data, custom_formats={}, nam
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
-def validate___definitions_roledrain(data, custom_formats={}, name_prefix=None):
-    if not isinstance(data, (dict)):
-        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
-    data_is_dict = isinstance(data, dict)
-    if data_is_dict:
-        data_keys = set(data.keys())
-        if "mode" in data_keys:
-            data_keys.remove("mode")
-            data__mode = data["mode"]
-            if data__mode not in ['marker', 'signal', 'command', 'none']:
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".mode must be one of ['marker', 'signal', 'command', 'none']")
-        if "signal" in data_keys:
-            data_keys.remove("signal")
-            data__signal = data["signal"]
-            if data__signal not in ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP']:
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".signal must be one of ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP']")
-        if "command" in data_keys:
-            data_keys.remove("command")
-            data__command = data["command"]
-            if not isinstance(data__command, (list, tuple)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".command must be array")
-            data__command_is_list = isinstance(data__command, (list, tuple))
-            if data__command_is_list:
-                data__command_len = len(data__command)
-                if data__command_len < 0:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".command must contain at least 0 items")
-                for data__command_x, data__command_item in enumerate(data__command):
-                    if not isinstance(data__command_item, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".command[{data__command_x}]".format(**locals()) + " must be string")
-                    if isinstance(data__command_item, str):
-                        data__command_item_len = len(data__command_item)
-                        if data__command_item_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".command[{data__command_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
-        if "stopSignal" in data_keys:
-            data_keys.remove("stopSignal")
-            data__stopSignal = data["stopSignal"]
-            if data__stopSignal not in ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP', None]:
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".stopSignal must be one of ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP', None]")
-        if "waitForExit" in data_keys:
-            data_keys.remove("waitForExit")
-            data__waitForExit = data["waitForExit"]
-            if not isinstance(data__waitForExit, (bool)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForExit must be boolean")
-        if data_keys:
-            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
-    return data
-
-def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
-    if not isinstance(data, (dict)):
-        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
-    validate___definitions_oneprobehandler(data, custom_formats, (name_prefix or "data") + "")
-    data_is_dict = isinstance(data, dict)
-    if data_is_dict:
-        data_keys = set(data.keys())
-        if "exec" in data_keys:
-            data_keys.remove("exec")
-            data__exec = data["exec"]
-            validate___definitions_probehandlers_exec(data__exec, custom_formats, (name_prefix or "data") + ".exec")
-        if "httpGet" in data_keys:
-            data_keys.remove("httpGet")
-            data__httpGet = data["httpGet"]
-            validate___definitions_probehandlers_httpget(data__httpGet, custom_formats, (name_prefix or "data") + ".httpGet")
-        if "tcpSocket" in data_keys:
-            data_keys.remove("tcpSocket")
-            data__tcpSocket = data["tcpSocket"]
-            validate___definitions_probehandlers_tcpsocket(data__tcpSocket, custom_formats, (name_prefix or "data") + ".tcpSocket")
-        if "grpc" in data_keys:
-            data_keys.remove("grpc")
-            data__grpc = data["grpc"]
-            validate___definitions_probehandlers_grpc(data__grpc, custom_formats, (name_prefix or "data") + ".grpc")
-        if "heartbeat" in data_keys:
-            data_keys.remove("heartbeat")
-            data__heartbeat = data["heartbeat"]
-            validate___definitions_probehandlers_heartbeat(data__heartbeat, custom_formats, (name_prefix or "data") + ".heartbeat")
-        if "periodSeconds" in data_keys:
-            data_keys.remove("periodSeconds")
-            data__periodSeconds = data["periodSeconds"]
-            if not isinstance(data__periodSeconds, (int)) and not (isinstance(data__periodSeconds, float) and data__periodSeconds.is_integer()) or isinstance(data__periodSeconds, bool):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be integer")
-            if isinstance(data__periodSeconds, (int, float, Decimal)):
-                if data__periodSeconds < 1:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be bigger than or equal to 1")
-                if data__periodSeconds > 2147483647:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be smaller than or equal to 2147483647")
-        if "failureThreshold" in data_keys:
-            data_keys.remove("failureThreshold")
-            data__failureThreshold = data["failureThreshold"]
-            if not isinstance(data__failureThreshold, (int)) and not (isinstance(data__failureThreshold, float) and data__failureThreshold.is_integer()) or isinstance(data__failureThreshold, bool):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be integer")
-            if isinstance(data__failureThreshold, (int, float, Decimal)):
-                if data__failureThreshold < 1:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be bigger than or equal to 1")
-                if data__failureThreshold > 2147483647:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be smaller than or equal to 2147483647")
-        if "timeoutSeconds" in data_keys:
-            data_keys.remove("timeoutSeconds")
-            data__timeoutSeconds = data["timeoutSeconds"]
-            if not isinstance(data__timeoutSeconds, (int)) and not (isinstance(data__timeoutSeconds, float) and data__timeoutSeconds.is_integer()) or isinstance(data__timeoutSeconds, bool):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be integer")
-            if isinstance(data__timeoutSeconds, (int, float, Decimal)):
-                if data__timeoutSeconds < 1:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be bigger than or equal to 1")
-                if data__timeoutSeconds > 2147483647:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be smaller than or equal to 2147483647")
-        if "successThreshold" in data_keys:
-            data_keys.remove("successThreshold")
-            data__successThreshold = data["successThreshold"]
-            if not isinstance(data__successThreshold, (int)) and not (isinstance(data__successThreshold, float) and data__successThreshold.is_integer()) or isinstance(data__successThreshold, bool):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be integer")
-            if isinstance(data__successThreshold, (int, float, Decimal)):
-                if data__successThreshold < 1:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be bigger than or equal to 1")
-                if data__successThreshold > 2147483647:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be smaller than or equal to 2147483647")
-        if "initialDelaySeconds" in data_keys:
-            data_keys.remove("initialDelaySeconds")
-            data__initialDelaySeconds = data["initialDelaySeconds"]
-            if not isinstance(data__initialDelaySeconds, (int)) and not (isinstance(data__initialDelaySeconds, float) and data__initialDelaySeconds.is_integer()) or isinstance(data__initialDelaySeconds, bool):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be integer")
-            if isinstance(data__initialDelaySeconds, (int, float, Decimal)):
-                if data__initialDelaySeconds < 0:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be bigger than or equal to 0")
-                if data__initialDelaySeconds > 2147483647:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be smaller than or equal to 2147483647")
-        if "enabled" in data_keys:
-            data_keys.remove("enabled")
-            data__enabled = data["enabled"]
-            if not isinstance(data__enabled, (bool)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".enabled must be boolean")
-        if "terminationGracePeriodSeconds" in data_keys:
-            data_keys.remove("terminationGracePeriodSeconds")
-            data__terminationGracePeriodSeconds = data["terminationGracePeriodSeconds"]
-            if not isinstance(data__terminationGracePeriodSeconds, (int, NoneType)) and not (isinstance(data__terminationGracePeriodSeconds, float) and data__terminationGracePeriodSeconds.is_integer()) or isinstance(data__terminationGracePeriodSeconds, bool):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".terminationGracePeriodSeconds must be integer or null")
-            if isinstance(data__terminationGracePeriodSeconds, (int, float, Decimal)):
-                if data__terminationGracePeriodSeconds < 1:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".terminationGracePeriodSeconds must be bigger than or equal to 1")
-        if data_keys:
-            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
-    return data
-
 def validate___definitions_labelselector(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
@@ -4636,6 +4231,197 @@ def validate___definitions_labelselector(data, custom_formats={}, name_prefix=No
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
 
+def validate___definitions_roledrain(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "mode" in data_keys:
+            data_keys.remove("mode")
+            data__mode = data["mode"]
+            if data__mode not in ['marker', 'signal', 'command', 'none']:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".mode must be one of ['marker', 'signal', 'command', 'none']")
+        if "signal" in data_keys:
+            data_keys.remove("signal")
+            data__signal = data["signal"]
+            if data__signal not in ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP']:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".signal must be one of ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP']")
+        if "command" in data_keys:
+            data_keys.remove("command")
+            data__command = data["command"]
+            if not isinstance(data__command, (list, tuple)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".command must be array")
+            data__command_is_list = isinstance(data__command, (list, tuple))
+            if data__command_is_list:
+                data__command_len = len(data__command)
+                if data__command_len < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".command must contain at least 0 items")
+                for data__command_x, data__command_item in enumerate(data__command):
+                    if not isinstance(data__command_item, (str)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".command[{data__command_x}]".format(**locals()) + " must be string")
+                    if isinstance(data__command_item, str):
+                        data__command_item_len = len(data__command_item)
+                        if data__command_item_len < 1:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".command[{data__command_x}]".format(**locals()) + " must be longer than or equal to 1 characters")
+        if "stopSignal" in data_keys:
+            data_keys.remove("stopSignal")
+            data__stopSignal = data["stopSignal"]
+            if data__stopSignal not in ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP', None]:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".stopSignal must be one of ['HUP', 'INT', 'QUIT', 'USR1', 'USR2', 'TERM', 'TSTP', 'CONT', 'WINCH', 'STOP', 'SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGTSTP', 'SIGCONT', 'SIGWINCH', 'SIGSTOP', None]")
+        if "waitForExit" in data_keys:
+            data_keys.remove("waitForExit")
+            data__waitForExit = data["waitForExit"]
+            if not isinstance(data__waitForExit, (bool)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".waitForExit must be boolean")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_probe(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    validate___definitions_oneprobehandler(data, custom_formats, (name_prefix or "data") + "")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "exec" in data_keys:
+            data_keys.remove("exec")
+            data__exec = data["exec"]
+            validate___definitions_probehandlers_exec(data__exec, custom_formats, (name_prefix or "data") + ".exec")
+        if "httpGet" in data_keys:
+            data_keys.remove("httpGet")
+            data__httpGet = data["httpGet"]
+            validate___definitions_probehandlers_httpget(data__httpGet, custom_formats, (name_prefix or "data") + ".httpGet")
+        if "tcpSocket" in data_keys:
+            data_keys.remove("tcpSocket")
+            data__tcpSocket = data["tcpSocket"]
+            validate___definitions_probehandlers_tcpsocket(data__tcpSocket, custom_formats, (name_prefix or "data") + ".tcpSocket")
+        if "grpc" in data_keys:
+            data_keys.remove("grpc")
+            data__grpc = data["grpc"]
+            validate___definitions_probehandlers_grpc(data__grpc, custom_formats, (name_prefix or "data") + ".grpc")
+        if "heartbeat" in data_keys:
+            data_keys.remove("heartbeat")
+            data__heartbeat = data["heartbeat"]
+            validate___definitions_probehandlers_heartbeat(data__heartbeat, custom_formats, (name_prefix or "data") + ".heartbeat")
+        if "periodSeconds" in data_keys:
+            data_keys.remove("periodSeconds")
+            data__periodSeconds = data["periodSeconds"]
+            if not isinstance(data__periodSeconds, (int)) and not (isinstance(data__periodSeconds, float) and data__periodSeconds.is_integer()) or isinstance(data__periodSeconds, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be integer")
+            if isinstance(data__periodSeconds, (int, float, Decimal)):
+                if data__periodSeconds < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be bigger than or equal to 1")
+                if data__periodSeconds > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".periodSeconds must be smaller than or equal to 2147483647")
+        if "failureThreshold" in data_keys:
+            data_keys.remove("failureThreshold")
+            data__failureThreshold = data["failureThreshold"]
+            if not isinstance(data__failureThreshold, (int)) and not (isinstance(data__failureThreshold, float) and data__failureThreshold.is_integer()) or isinstance(data__failureThreshold, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be integer")
+            if isinstance(data__failureThreshold, (int, float, Decimal)):
+                if data__failureThreshold < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be bigger than or equal to 1")
+                if data__failureThreshold > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".failureThreshold must be smaller than or equal to 2147483647")
+        if "timeoutSeconds" in data_keys:
+            data_keys.remove("timeoutSeconds")
+            data__timeoutSeconds = data["timeoutSeconds"]
+            if not isinstance(data__timeoutSeconds, (int)) and not (isinstance(data__timeoutSeconds, float) and data__timeoutSeconds.is_integer()) or isinstance(data__timeoutSeconds, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be integer")
+            if isinstance(data__timeoutSeconds, (int, float, Decimal)):
+                if data__timeoutSeconds < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be bigger than or equal to 1")
+                if data__timeoutSeconds > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".timeoutSeconds must be smaller than or equal to 2147483647")
+        if "successThreshold" in data_keys:
+            data_keys.remove("successThreshold")
+            data__successThreshold = data["successThreshold"]
+            if not isinstance(data__successThreshold, (int)) and not (isinstance(data__successThreshold, float) and data__successThreshold.is_integer()) or isinstance(data__successThreshold, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be integer")
+            if isinstance(data__successThreshold, (int, float, Decimal)):
+                if data__successThreshold < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be bigger than or equal to 1")
+                if data__successThreshold > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".successThreshold must be smaller than or equal to 2147483647")
+        if "initialDelaySeconds" in data_keys:
+            data_keys.remove("initialDelaySeconds")
+            data__initialDelaySeconds = data["initialDelaySeconds"]
+            if not isinstance(data__initialDelaySeconds, (int)) and not (isinstance(data__initialDelaySeconds, float) and data__initialDelaySeconds.is_integer()) or isinstance(data__initialDelaySeconds, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be integer")
+            if isinstance(data__initialDelaySeconds, (int, float, Decimal)):
+                if data__initialDelaySeconds < 0:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be bigger than or equal to 0")
+                if data__initialDelaySeconds > 2147483647:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".initialDelaySeconds must be smaller than or equal to 2147483647")
+        if "enabled" in data_keys:
+            data_keys.remove("enabled")
+            data__enabled = data["enabled"]
+            if not isinstance(data__enabled, (bool)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".enabled must be boolean")
+        if "terminationGracePeriodSeconds" in data_keys:
+            data_keys.remove("terminationGracePeriodSeconds")
+            data__terminationGracePeriodSeconds = data["terminationGracePeriodSeconds"]
+            if not isinstance(data__terminationGracePeriodSeconds, (int, NoneType)) and not (isinstance(data__terminationGracePeriodSeconds, float) and data__terminationGracePeriodSeconds.is_integer()) or isinstance(data__terminationGracePeriodSeconds, bool):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".terminationGracePeriodSeconds must be integer or null")
+            if isinstance(data__terminationGracePeriodSeconds, (int, float, Decimal)):
+                if data__terminationGracePeriodSeconds < 1:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".terminationGracePeriodSeconds must be bigger than or equal to 1")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_networkpolicypeer(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_len = len(data)
+        if data_len < 1:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain at least 1 properties")
+        data_keys = set(data.keys())
+        if "podSelector" in data_keys:
+            data_keys.remove("podSelector")
+            data__podSelector = data["podSelector"]
+            validate___definitions_labelselector(data__podSelector, custom_formats, (name_prefix or "data") + ".podSelector")
+        if "namespaceSelector" in data_keys:
+            data_keys.remove("namespaceSelector")
+            data__namespaceSelector = data["namespaceSelector"]
+            validate___definitions_labelselector(data__namespaceSelector, custom_formats, (name_prefix or "data") + ".namespaceSelector")
+        if "ipBlock" in data_keys:
+            data_keys.remove("ipBlock")
+            data__ipBlock = data["ipBlock"]
+            if not isinstance(data__ipBlock, (dict)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".ipBlock must be object")
+            data__ipBlock_is_dict = isinstance(data__ipBlock, dict)
+            if data__ipBlock_is_dict:
+                data__ipBlock__missing_keys = set(['cidr']) - data__ipBlock.keys()
+                if data__ipBlock__missing_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".ipBlock must contain ")
+                data__ipBlock_keys = set(data__ipBlock.keys())
+                if "cidr" in data__ipBlock_keys:
+                    data__ipBlock_keys.remove("cidr")
+                    data__ipBlock__cidr = data__ipBlock["cidr"]
+                    if not isinstance(data__ipBlock__cidr, (str)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".ipBlock.cidr must be string")
+                if "except" in data__ipBlock_keys:
+                    data__ipBlock_keys.remove("except")
+                    data__ipBlock__except = data__ipBlock["except"]
+                    if not isinstance(data__ipBlock__except, (list, tuple)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".ipBlock.except must be array")
+                    data__ipBlock__except_is_list = isinstance(data__ipBlock__except, (list, tuple))
+                    if data__ipBlock__except_is_list:
+                        data__ipBlock__except_len = len(data__ipBlock__except)
+                        for data__ipBlock__except_x, data__ipBlock__except_item in enumerate(data__ipBlock__except):
+                            if not isinstance(data__ipBlock__except_item, (str)):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".ipBlock.except[{data__ipBlock__except_x}]".format(**locals()) + " must be string")
+                if data__ipBlock_keys:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".ipBlock must not contain "+str(data__ipBlock_keys)+" properties")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
 def validate___definitions_securitycontext(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
         raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
@@ -4722,163 +4508,129 @@ def validate___definitions_securitycontext(data, custom_formats={}, name_prefix=
         if "seccompProfile" in data_keys:
             data_keys.remove("seccompProfile")
             data__seccompProfile = data["seccompProfile"]
-            if not isinstance(data__seccompProfile, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must be object or null")
-            try:
-                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
-                if data__seccompProfile_is_dict:
-                    data__seccompProfile_keys = set(data__seccompProfile.keys())
-                    if "type" in data__seccompProfile_keys:
-                        data__seccompProfile_keys.remove("type")
-                        data__seccompProfile__type = data__seccompProfile["type"]
-                        if data__seccompProfile__type not in ['Localhost']:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['Localhost']")
-            except JsonSchemaValueException:
-                pass
-            else:
-                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
-                if data__seccompProfile_is_dict:
-                    data__seccompProfile__missing_keys = set(['localhostProfile']) - data__seccompProfile.keys()
-                    if data__seccompProfile__missing_keys:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
-                    data__seccompProfile_keys = set(data__seccompProfile.keys())
-                    if "localhostProfile" in data__seccompProfile_keys:
-                        data__seccompProfile_keys.remove("localhostProfile")
-                        data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
-                        if not isinstance(data__seccompProfile__localhostProfile, (str)):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string")
-                        if isinstance(data__seccompProfile__localhostProfile, str):
-                            data__seccompProfile__localhostProfile_len = len(data__seccompProfile__localhostProfile)
-                            if data__seccompProfile__localhostProfile_len < 1:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be longer than or equal to 1 characters")
-            data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
-            if data__seccompProfile_is_dict:
-                data__seccompProfile__missing_keys = set(['type']) - data__seccompProfile.keys()
-                if data__seccompProfile__missing_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
-                data__seccompProfile_keys = set(data__seccompProfile.keys())
-                if "type" in data__seccompProfile_keys:
-                    data__seccompProfile_keys.remove("type")
-                    data__seccompProfile__type = data__seccompProfile["type"]
-                    if data__seccompProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
-                if "localhostProfile" in data__seccompProfile_keys:
-                    data__seccompProfile_keys.remove("localhostProfile")
-                    data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
-                    if not isinstance(data__seccompProfile__localhostProfile, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string or null")
-                if data__seccompProfile_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must not contain "+str(data__seccompProfile_keys)+" properties")
+            validate___definitions_securityprofile(data__seccompProfile, custom_formats, (name_prefix or "data") + ".seccompProfile")
         if "appArmorProfile" in data_keys:
             data_keys.remove("appArmorProfile")
             data__appArmorProfile = data["appArmorProfile"]
-            if not isinstance(data__appArmorProfile, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must be object or null")
-            try:
-                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
-                if data__appArmorProfile_is_dict:
-                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
-                    if "type" in data__appArmorProfile_keys:
-                        data__appArmorProfile_keys.remove("type")
-                        data__appArmorProfile__type = data__appArmorProfile["type"]
-                        if data__appArmorProfile__type not in ['Localhost']:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['Localhost']")
-            except JsonSchemaValueException:
-                pass
-            else:
-                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
-                if data__appArmorProfile_is_dict:
-                    data__appArmorProfile__missing_keys = set(['localhostProfile']) - data__appArmorProfile.keys()
-                    if data__appArmorProfile__missing_keys:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
-                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
-                    if "localhostProfile" in data__appArmorProfile_keys:
-                        data__appArmorProfile_keys.remove("localhostProfile")
-                        data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
-                        if not isinstance(data__appArmorProfile__localhostProfile, (str)):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string")
-                        if isinstance(data__appArmorProfile__localhostProfile, str):
-                            data__appArmorProfile__localhostProfile_len = len(data__appArmorProfile__localhostProfile)
-                            if data__appArmorProfile__localhostProfile_len < 1:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be longer than or equal to 1 characters")
-            data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
-            if data__appArmorProfile_is_dict:
-                data__appArmorProfile__missing_keys = set(['type']) - data__appArmorProfile.keys()
-                if data__appArmorProfile__missing_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
-                data__appArmorProfile_keys = set(data__appArmorProfile.keys())
-                if "type" in data__appArmorProfile_keys:
-                    data__appArmorProfile_keys.remove("type")
-                    data__appArmorProfile__type = data__appArmorProfile["type"]
-                    if data__appArmorProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
-                if "localhostProfile" in data__appArmorProfile_keys:
-                    data__appArmorProfile_keys.remove("localhostProfile")
-                    data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
-                    if not isinstance(data__appArmorProfile__localhostProfile, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string or null")
-                if data__appArmorProfile_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must not contain "+str(data__appArmorProfile_keys)+" properties")
+            validate___definitions_securityprofile(data__appArmorProfile, custom_formats, (name_prefix or "data") + ".appArmorProfile")
         if "seLinuxOptions" in data_keys:
             data_keys.remove("seLinuxOptions")
             data__seLinuxOptions = data["seLinuxOptions"]
-            if not isinstance(data__seLinuxOptions, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must be object or null")
-            data__seLinuxOptions_is_dict = isinstance(data__seLinuxOptions, dict)
-            if data__seLinuxOptions_is_dict:
-                data__seLinuxOptions_keys = set(data__seLinuxOptions.keys())
-                if "user" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("user")
-                    data__seLinuxOptions__user = data__seLinuxOptions["user"]
-                    if not isinstance(data__seLinuxOptions__user, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.user must be string or null")
-                if "role" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("role")
-                    data__seLinuxOptions__role = data__seLinuxOptions["role"]
-                    if not isinstance(data__seLinuxOptions__role, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.role must be string or null")
-                if "type" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("type")
-                    data__seLinuxOptions__type = data__seLinuxOptions["type"]
-                    if not isinstance(data__seLinuxOptions__type, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.type must be string or null")
-                if "level" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("level")
-                    data__seLinuxOptions__level = data__seLinuxOptions["level"]
-                    if not isinstance(data__seLinuxOptions__level, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.level must be string or null")
-                if data__seLinuxOptions_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must not contain "+str(data__seLinuxOptions_keys)+" properties")
+            validate___definitions_selinuxoptions(data__seLinuxOptions, custom_formats, (name_prefix or "data") + ".seLinuxOptions")
         if "windowsOptions" in data_keys:
             data_keys.remove("windowsOptions")
             data__windowsOptions = data["windowsOptions"]
-            if not isinstance(data__windowsOptions, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must be object or null")
-            data__windowsOptions_is_dict = isinstance(data__windowsOptions, dict)
-            if data__windowsOptions_is_dict:
-                data__windowsOptions_keys = set(data__windowsOptions.keys())
-                if "gmsaCredentialSpecName" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("gmsaCredentialSpecName")
-                    data__windowsOptions__gmsaCredentialSpecName = data__windowsOptions["gmsaCredentialSpecName"]
-                    if not isinstance(data__windowsOptions__gmsaCredentialSpecName, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpecName must be string or null")
-                if "gmsaCredentialSpec" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("gmsaCredentialSpec")
-                    data__windowsOptions__gmsaCredentialSpec = data__windowsOptions["gmsaCredentialSpec"]
-                    if not isinstance(data__windowsOptions__gmsaCredentialSpec, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpec must be string or null")
-                if "runAsUserName" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("runAsUserName")
-                    data__windowsOptions__runAsUserName = data__windowsOptions["runAsUserName"]
-                    if not isinstance(data__windowsOptions__runAsUserName, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.runAsUserName must be string or null")
-                if "hostProcess" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("hostProcess")
-                    data__windowsOptions__hostProcess = data__windowsOptions["hostProcess"]
-                    if not isinstance(data__windowsOptions__hostProcess, (bool, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.hostProcess must be boolean or null")
-                if data__windowsOptions_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must not contain "+str(data__windowsOptions_keys)+" properties")
+            validate___definitions_windowsoptions(data__windowsOptions, custom_formats, (name_prefix or "data") + ".windowsOptions")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_windowsoptions(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict, NoneType)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object or null")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "gmsaCredentialSpecName" in data_keys:
+            data_keys.remove("gmsaCredentialSpecName")
+            data__gmsaCredentialSpecName = data["gmsaCredentialSpecName"]
+            if not isinstance(data__gmsaCredentialSpecName, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".gmsaCredentialSpecName must be string or null")
+        if "gmsaCredentialSpec" in data_keys:
+            data_keys.remove("gmsaCredentialSpec")
+            data__gmsaCredentialSpec = data["gmsaCredentialSpec"]
+            if not isinstance(data__gmsaCredentialSpec, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".gmsaCredentialSpec must be string or null")
+        if "runAsUserName" in data_keys:
+            data_keys.remove("runAsUserName")
+            data__runAsUserName = data["runAsUserName"]
+            if not isinstance(data__runAsUserName, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runAsUserName must be string or null")
+        if "hostProcess" in data_keys:
+            data_keys.remove("hostProcess")
+            data__hostProcess = data["hostProcess"]
+            if not isinstance(data__hostProcess, (bool, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".hostProcess must be boolean or null")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_selinuxoptions(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict, NoneType)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object or null")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "user" in data_keys:
+            data_keys.remove("user")
+            data__user = data["user"]
+            if not isinstance(data__user, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".user must be string or null")
+        if "role" in data_keys:
+            data_keys.remove("role")
+            data__role = data["role"]
+            if not isinstance(data__role, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".role must be string or null")
+        if "type" in data_keys:
+            data_keys.remove("type")
+            data__type = data["type"]
+            if not isinstance(data__type, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".type must be string or null")
+        if "level" in data_keys:
+            data_keys.remove("level")
+            data__level = data["level"]
+            if not isinstance(data__level, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".level must be string or null")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_securityprofile(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict, NoneType)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object or null")
+    try:
+        data_is_dict = isinstance(data, dict)
+        if data_is_dict:
+            data_keys = set(data.keys())
+            if "type" in data_keys:
+                data_keys.remove("type")
+                data__type = data["type"]
+                if data__type not in ['Localhost']:
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".type must be one of ['Localhost']")
+    except JsonSchemaValueException:
+        pass
+    else:
+        data_is_dict = isinstance(data, dict)
+        if data_is_dict:
+            data__missing_keys = set(['localhostProfile']) - data.keys()
+            if data__missing_keys:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+            data_keys = set(data.keys())
+            if "localhostProfile" in data_keys:
+                data_keys.remove("localhostProfile")
+                data__localhostProfile = data["localhostProfile"]
+                if not isinstance(data__localhostProfile, (str)):
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".localhostProfile must be string")
+                if isinstance(data__localhostProfile, str):
+                    data__localhostProfile_len = len(data__localhostProfile)
+                    if data__localhostProfile_len < 1:
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".localhostProfile must be longer than or equal to 1 characters")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data__missing_keys = set(['type']) - data.keys()
+        if data__missing_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain ")
+        data_keys = set(data.keys())
+        if "type" in data_keys:
+            data_keys.remove("type")
+            data__type = data["type"]
+            if data__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
+        if "localhostProfile" in data_keys:
+            data_keys.remove("localhostProfile")
+            data__localhostProfile = data["localhostProfile"]
+            if not isinstance(data__localhostProfile, (str, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".localhostProfile must be string or null")
         if data_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
@@ -4986,133 +4738,15 @@ def validate___definitions_podsecuritycontext(data, custom_formats={}, name_pref
         if "seccompProfile" in data_keys:
             data_keys.remove("seccompProfile")
             data__seccompProfile = data["seccompProfile"]
-            if not isinstance(data__seccompProfile, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must be object or null")
-            try:
-                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
-                if data__seccompProfile_is_dict:
-                    data__seccompProfile_keys = set(data__seccompProfile.keys())
-                    if "type" in data__seccompProfile_keys:
-                        data__seccompProfile_keys.remove("type")
-                        data__seccompProfile__type = data__seccompProfile["type"]
-                        if data__seccompProfile__type not in ['Localhost']:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['Localhost']")
-            except JsonSchemaValueException:
-                pass
-            else:
-                data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
-                if data__seccompProfile_is_dict:
-                    data__seccompProfile__missing_keys = set(['localhostProfile']) - data__seccompProfile.keys()
-                    if data__seccompProfile__missing_keys:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
-                    data__seccompProfile_keys = set(data__seccompProfile.keys())
-                    if "localhostProfile" in data__seccompProfile_keys:
-                        data__seccompProfile_keys.remove("localhostProfile")
-                        data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
-                        if not isinstance(data__seccompProfile__localhostProfile, (str)):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string")
-                        if isinstance(data__seccompProfile__localhostProfile, str):
-                            data__seccompProfile__localhostProfile_len = len(data__seccompProfile__localhostProfile)
-                            if data__seccompProfile__localhostProfile_len < 1:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be longer than or equal to 1 characters")
-            data__seccompProfile_is_dict = isinstance(data__seccompProfile, dict)
-            if data__seccompProfile_is_dict:
-                data__seccompProfile__missing_keys = set(['type']) - data__seccompProfile.keys()
-                if data__seccompProfile__missing_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must contain ")
-                data__seccompProfile_keys = set(data__seccompProfile.keys())
-                if "type" in data__seccompProfile_keys:
-                    data__seccompProfile_keys.remove("type")
-                    data__seccompProfile__type = data__seccompProfile["type"]
-                    if data__seccompProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
-                if "localhostProfile" in data__seccompProfile_keys:
-                    data__seccompProfile_keys.remove("localhostProfile")
-                    data__seccompProfile__localhostProfile = data__seccompProfile["localhostProfile"]
-                    if not isinstance(data__seccompProfile__localhostProfile, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile.localhostProfile must be string or null")
-                if data__seccompProfile_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seccompProfile must not contain "+str(data__seccompProfile_keys)+" properties")
+            validate___definitions_securityprofile(data__seccompProfile, custom_formats, (name_prefix or "data") + ".seccompProfile")
         if "appArmorProfile" in data_keys:
             data_keys.remove("appArmorProfile")
             data__appArmorProfile = data["appArmorProfile"]
-            if not isinstance(data__appArmorProfile, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must be object or null")
-            try:
-                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
-                if data__appArmorProfile_is_dict:
-                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
-                    if "type" in data__appArmorProfile_keys:
-                        data__appArmorProfile_keys.remove("type")
-                        data__appArmorProfile__type = data__appArmorProfile["type"]
-                        if data__appArmorProfile__type not in ['Localhost']:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['Localhost']")
-            except JsonSchemaValueException:
-                pass
-            else:
-                data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
-                if data__appArmorProfile_is_dict:
-                    data__appArmorProfile__missing_keys = set(['localhostProfile']) - data__appArmorProfile.keys()
-                    if data__appArmorProfile__missing_keys:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
-                    data__appArmorProfile_keys = set(data__appArmorProfile.keys())
-                    if "localhostProfile" in data__appArmorProfile_keys:
-                        data__appArmorProfile_keys.remove("localhostProfile")
-                        data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
-                        if not isinstance(data__appArmorProfile__localhostProfile, (str)):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string")
-                        if isinstance(data__appArmorProfile__localhostProfile, str):
-                            data__appArmorProfile__localhostProfile_len = len(data__appArmorProfile__localhostProfile)
-                            if data__appArmorProfile__localhostProfile_len < 1:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be longer than or equal to 1 characters")
-            data__appArmorProfile_is_dict = isinstance(data__appArmorProfile, dict)
-            if data__appArmorProfile_is_dict:
-                data__appArmorProfile__missing_keys = set(['type']) - data__appArmorProfile.keys()
-                if data__appArmorProfile__missing_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must contain ")
-                data__appArmorProfile_keys = set(data__appArmorProfile.keys())
-                if "type" in data__appArmorProfile_keys:
-                    data__appArmorProfile_keys.remove("type")
-                    data__appArmorProfile__type = data__appArmorProfile["type"]
-                    if data__appArmorProfile__type not in ['RuntimeDefault', 'Unconfined', 'Localhost']:
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.type must be one of ['RuntimeDefault', 'Unconfined', 'Localhost']")
-                if "localhostProfile" in data__appArmorProfile_keys:
-                    data__appArmorProfile_keys.remove("localhostProfile")
-                    data__appArmorProfile__localhostProfile = data__appArmorProfile["localhostProfile"]
-                    if not isinstance(data__appArmorProfile__localhostProfile, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile.localhostProfile must be string or null")
-                if data__appArmorProfile_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".appArmorProfile must not contain "+str(data__appArmorProfile_keys)+" properties")
+            validate___definitions_securityprofile(data__appArmorProfile, custom_formats, (name_prefix or "data") + ".appArmorProfile")
         if "seLinuxOptions" in data_keys:
             data_keys.remove("seLinuxOptions")
             data__seLinuxOptions = data["seLinuxOptions"]
-            if not isinstance(data__seLinuxOptions, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must be object or null")
-            data__seLinuxOptions_is_dict = isinstance(data__seLinuxOptions, dict)
-            if data__seLinuxOptions_is_dict:
-                data__seLinuxOptions_keys = set(data__seLinuxOptions.keys())
-                if "user" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("user")
-                    data__seLinuxOptions__user = data__seLinuxOptions["user"]
-                    if not isinstance(data__seLinuxOptions__user, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.user must be string or null")
-                if "role" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("role")
-                    data__seLinuxOptions__role = data__seLinuxOptions["role"]
-                    if not isinstance(data__seLinuxOptions__role, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.role must be string or null")
-                if "type" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("type")
-                    data__seLinuxOptions__type = data__seLinuxOptions["type"]
-                    if not isinstance(data__seLinuxOptions__type, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.type must be string or null")
-                if "level" in data__seLinuxOptions_keys:
-                    data__seLinuxOptions_keys.remove("level")
-                    data__seLinuxOptions__level = data__seLinuxOptions["level"]
-                    if not isinstance(data__seLinuxOptions__level, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions.level must be string or null")
-                if data__seLinuxOptions_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".seLinuxOptions must not contain "+str(data__seLinuxOptions_keys)+" properties")
+            validate___definitions_selinuxoptions(data__seLinuxOptions, custom_formats, (name_prefix or "data") + ".seLinuxOptions")
         if "seLinuxChangePolicy" in data_keys:
             data_keys.remove("seLinuxChangePolicy")
             data__seLinuxChangePolicy = data["seLinuxChangePolicy"]
@@ -5121,33 +4755,7 @@ def validate___definitions_podsecuritycontext(data, custom_formats={}, name_pref
         if "windowsOptions" in data_keys:
             data_keys.remove("windowsOptions")
             data__windowsOptions = data["windowsOptions"]
-            if not isinstance(data__windowsOptions, (dict, NoneType)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must be object or null")
-            data__windowsOptions_is_dict = isinstance(data__windowsOptions, dict)
-            if data__windowsOptions_is_dict:
-                data__windowsOptions_keys = set(data__windowsOptions.keys())
-                if "gmsaCredentialSpecName" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("gmsaCredentialSpecName")
-                    data__windowsOptions__gmsaCredentialSpecName = data__windowsOptions["gmsaCredentialSpecName"]
-                    if not isinstance(data__windowsOptions__gmsaCredentialSpecName, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpecName must be string or null")
-                if "gmsaCredentialSpec" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("gmsaCredentialSpec")
-                    data__windowsOptions__gmsaCredentialSpec = data__windowsOptions["gmsaCredentialSpec"]
-                    if not isinstance(data__windowsOptions__gmsaCredentialSpec, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.gmsaCredentialSpec must be string or null")
-                if "runAsUserName" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("runAsUserName")
-                    data__windowsOptions__runAsUserName = data__windowsOptions["runAsUserName"]
-                    if not isinstance(data__windowsOptions__runAsUserName, (str, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.runAsUserName must be string or null")
-                if "hostProcess" in data__windowsOptions_keys:
-                    data__windowsOptions_keys.remove("hostProcess")
-                    data__windowsOptions__hostProcess = data__windowsOptions["hostProcess"]
-                    if not isinstance(data__windowsOptions__hostProcess, (bool, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions.hostProcess must be boolean or null")
-                if data__windowsOptions_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".windowsOptions must not contain "+str(data__windowsOptions_keys)+" properties")
+            validate___definitions_windowsoptions(data__windowsOptions, custom_formats, (name_prefix or "data") + ".windowsOptions")
         if data_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
@@ -5540,109 +5148,64 @@ def validate___definitions_affinity(data, custom_formats={}, name_prefix=None):
         if "podAffinity" in data_keys:
             data_keys.remove("podAffinity")
             data__podAffinity = data["podAffinity"]
-            if not isinstance(data__podAffinity, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity must be object")
-            data__podAffinity_is_dict = isinstance(data__podAffinity, dict)
-            if data__podAffinity_is_dict:
-                data__podAffinity_keys = set(data__podAffinity.keys())
-                if "requiredDuringSchedulingIgnoredDuringExecution" in data__podAffinity_keys:
-                    data__podAffinity_keys.remove("requiredDuringSchedulingIgnoredDuringExecution")
-                    data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution = data__podAffinity["requiredDuringSchedulingIgnoredDuringExecution"]
-                    if not isinstance(data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution, (list, tuple, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.requiredDuringSchedulingIgnoredDuringExecution must be array or null")
-                    data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_is_list = isinstance(data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution, (list, tuple))
-                    if data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_is_list:
-                        data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_len = len(data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution)
-                        for data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_x, data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_item in enumerate(data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution):
-                            validate___definitions_podaffinityterm(data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_item, custom_formats, (name_prefix or "data") + ".podAffinity.requiredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__requiredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()))
-                if "preferredDuringSchedulingIgnoredDuringExecution" in data__podAffinity_keys:
-                    data__podAffinity_keys.remove("preferredDuringSchedulingIgnoredDuringExecution")
-                    data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution = data__podAffinity["preferredDuringSchedulingIgnoredDuringExecution"]
-                    if not isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution, (list, tuple, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution must be array or null")
-                    data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_is_list = isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution, (list, tuple))
-                    if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_is_list:
-                        data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_len = len(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution)
-                        for data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x, data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item in enumerate(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution):
-                            if not isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item, (dict)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must be object")
-                            data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_is_dict = isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item, dict)
-                            if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_is_dict:
-                                data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__missing_keys = set(['weight', 'podAffinityTerm']) - data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item.keys()
-                                if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__missing_keys:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must contain ")
-                                data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys = set(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item.keys())
-                                if "weight" in data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
-                                    data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("weight")
-                                    data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight = data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["weight"]
-                                    if not isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, (int)) and not (isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, float) and data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight.is_integer()) or isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, bool):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be integer")
-                                    if isinstance(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, (int, float, Decimal)):
-                                        if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be bigger than or equal to 1")
-                                        if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight > 100:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be smaller than or equal to 100")
-                                if "podAffinityTerm" in data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
-                                    data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("podAffinityTerm")
-                                    data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm = data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["podAffinityTerm"]
-                                    validate___definitions_podaffinityterm(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm, custom_formats, (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].podAffinityTerm".format(**locals()))
-                                if data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must not contain "+str(data__podAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys)+" properties")
-                if data__podAffinity_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAffinity must not contain "+str(data__podAffinity_keys)+" properties")
+            validate___definitions_podaffinity(data__podAffinity, custom_formats, (name_prefix or "data") + ".podAffinity")
         if "podAntiAffinity" in data_keys:
             data_keys.remove("podAntiAffinity")
             data__podAntiAffinity = data["podAntiAffinity"]
-            if not isinstance(data__podAntiAffinity, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity must be object")
-            data__podAntiAffinity_is_dict = isinstance(data__podAntiAffinity, dict)
-            if data__podAntiAffinity_is_dict:
-                data__podAntiAffinity_keys = set(data__podAntiAffinity.keys())
-                if "requiredDuringSchedulingIgnoredDuringExecution" in data__podAntiAffinity_keys:
-                    data__podAntiAffinity_keys.remove("requiredDuringSchedulingIgnoredDuringExecution")
-                    data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution = data__podAntiAffinity["requiredDuringSchedulingIgnoredDuringExecution"]
-                    if not isinstance(data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution, (list, tuple, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution must be array or null")
-                    data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_is_list = isinstance(data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution, (list, tuple))
-                    if data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_is_list:
-                        data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_len = len(data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution)
-                        for data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_x, data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_item in enumerate(data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution):
-                            validate___definitions_podaffinityterm(data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_item, custom_formats, (name_prefix or "data") + ".podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__requiredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()))
-                if "preferredDuringSchedulingIgnoredDuringExecution" in data__podAntiAffinity_keys:
-                    data__podAntiAffinity_keys.remove("preferredDuringSchedulingIgnoredDuringExecution")
-                    data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution = data__podAntiAffinity["preferredDuringSchedulingIgnoredDuringExecution"]
-                    if not isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution, (list, tuple, NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution must be array or null")
-                    data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_is_list = isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution, (list, tuple))
-                    if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_is_list:
-                        data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_len = len(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution)
-                        for data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x, data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item in enumerate(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution):
-                            if not isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item, (dict)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must be object")
-                            data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_is_dict = isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item, dict)
-                            if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_is_dict:
-                                data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__missing_keys = set(['weight', 'podAffinityTerm']) - data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item.keys()
-                                if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__missing_keys:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must contain ")
-                                data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys = set(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item.keys())
-                                if "weight" in data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
-                                    data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("weight")
-                                    data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight = data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["weight"]
-                                    if not isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, (int)) and not (isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, float) and data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight.is_integer()) or isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, bool):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be integer")
-                                    if isinstance(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight, (int, float, Decimal)):
-                                        if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be bigger than or equal to 1")
-                                        if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__weight > 100:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be smaller than or equal to 100")
-                                if "podAffinityTerm" in data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
-                                    data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("podAffinityTerm")
-                                    data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm = data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item["podAffinityTerm"]
-                                    validate___definitions_podaffinityterm(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm, custom_formats, (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}].podAffinityTerm".format(**locals()))
-                                if data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[{data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must not contain "+str(data__podAntiAffinity__preferredDuringSchedulingIgnoredDuringExecution_item_keys)+" properties")
-                if data__podAntiAffinity_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".podAntiAffinity must not contain "+str(data__podAntiAffinity_keys)+" properties")
+            validate___definitions_podaffinity(data__podAntiAffinity, custom_formats, (name_prefix or "data") + ".podAntiAffinity")
+        if data_keys:
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+    return data
+
+def validate___definitions_podaffinity(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (dict)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+    data_is_dict = isinstance(data, dict)
+    if data_is_dict:
+        data_keys = set(data.keys())
+        if "requiredDuringSchedulingIgnoredDuringExecution" in data_keys:
+            data_keys.remove("requiredDuringSchedulingIgnoredDuringExecution")
+            data__requiredDuringSchedulingIgnoredDuringExecution = data["requiredDuringSchedulingIgnoredDuringExecution"]
+            if not isinstance(data__requiredDuringSchedulingIgnoredDuringExecution, (list, tuple, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".requiredDuringSchedulingIgnoredDuringExecution must be array or null")
+            data__requiredDuringSchedulingIgnoredDuringExecution_is_list = isinstance(data__requiredDuringSchedulingIgnoredDuringExecution, (list, tuple))
+            if data__requiredDuringSchedulingIgnoredDuringExecution_is_list:
+                data__requiredDuringSchedulingIgnoredDuringExecution_len = len(data__requiredDuringSchedulingIgnoredDuringExecution)
+                for data__requiredDuringSchedulingIgnoredDuringExecution_x, data__requiredDuringSchedulingIgnoredDuringExecution_item in enumerate(data__requiredDuringSchedulingIgnoredDuringExecution):
+                    validate___definitions_podaffinityterm(data__requiredDuringSchedulingIgnoredDuringExecution_item, custom_formats, (name_prefix or "data") + ".requiredDuringSchedulingIgnoredDuringExecution[{data__requiredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()))
+        if "preferredDuringSchedulingIgnoredDuringExecution" in data_keys:
+            data_keys.remove("preferredDuringSchedulingIgnoredDuringExecution")
+            data__preferredDuringSchedulingIgnoredDuringExecution = data["preferredDuringSchedulingIgnoredDuringExecution"]
+            if not isinstance(data__preferredDuringSchedulingIgnoredDuringExecution, (list, tuple, NoneType)):
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution must be array or null")
+            data__preferredDuringSchedulingIgnoredDuringExecution_is_list = isinstance(data__preferredDuringSchedulingIgnoredDuringExecution, (list, tuple))
+            if data__preferredDuringSchedulingIgnoredDuringExecution_is_list:
+                data__preferredDuringSchedulingIgnoredDuringExecution_len = len(data__preferredDuringSchedulingIgnoredDuringExecution)
+                for data__preferredDuringSchedulingIgnoredDuringExecution_x, data__preferredDuringSchedulingIgnoredDuringExecution_item in enumerate(data__preferredDuringSchedulingIgnoredDuringExecution):
+                    if not isinstance(data__preferredDuringSchedulingIgnoredDuringExecution_item, (dict)):
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must be object")
+                    data__preferredDuringSchedulingIgnoredDuringExecution_item_is_dict = isinstance(data__preferredDuringSchedulingIgnoredDuringExecution_item, dict)
+                    if data__preferredDuringSchedulingIgnoredDuringExecution_item_is_dict:
+                        data__preferredDuringSchedulingIgnoredDuringExecution_item__missing_keys = set(['weight', 'podAffinityTerm']) - data__preferredDuringSchedulingIgnoredDuringExecution_item.keys()
+                        if data__preferredDuringSchedulingIgnoredDuringExecution_item__missing_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must contain ")
+                        data__preferredDuringSchedulingIgnoredDuringExecution_item_keys = set(data__preferredDuringSchedulingIgnoredDuringExecution_item.keys())
+                        if "weight" in data__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
+                            data__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("weight")
+                            data__preferredDuringSchedulingIgnoredDuringExecution_item__weight = data__preferredDuringSchedulingIgnoredDuringExecution_item["weight"]
+                            if not isinstance(data__preferredDuringSchedulingIgnoredDuringExecution_item__weight, (int)) and not (isinstance(data__preferredDuringSchedulingIgnoredDuringExecution_item__weight, float) and data__preferredDuringSchedulingIgnoredDuringExecution_item__weight.is_integer()) or isinstance(data__preferredDuringSchedulingIgnoredDuringExecution_item__weight, bool):
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be integer")
+                            if isinstance(data__preferredDuringSchedulingIgnoredDuringExecution_item__weight, (int, float, Decimal)):
+                                if data__preferredDuringSchedulingIgnoredDuringExecution_item__weight < 1:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be bigger than or equal to 1")
+                                if data__preferredDuringSchedulingIgnoredDuringExecution_item__weight > 100:
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}].weight".format(**locals()) + " must be smaller than or equal to 100")
+                        if "podAffinityTerm" in data__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
+                            data__preferredDuringSchedulingIgnoredDuringExecution_item_keys.remove("podAffinityTerm")
+                            data__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm = data__preferredDuringSchedulingIgnoredDuringExecution_item["podAffinityTerm"]
+                            validate___definitions_podaffinityterm(data__preferredDuringSchedulingIgnoredDuringExecution_item__podAffinityTerm, custom_formats, (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}].podAffinityTerm".format(**locals()))
+                        if data__preferredDuringSchedulingIgnoredDuringExecution_item_keys:
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".preferredDuringSchedulingIgnoredDuringExecution[{data__preferredDuringSchedulingIgnoredDuringExecution_x}]".format(**locals()) + " must not contain "+str(data__preferredDuringSchedulingIgnoredDuringExecution_item_keys)+" properties")
         if data_keys:
             raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
     return data
