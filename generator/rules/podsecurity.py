@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds at every start (check/fast.py)
     from typing import Any, Iterator
 
+from .. import model
 from ..findings import dotted
 from .base import Context, Hit, KeyPath, _p
 from .pod import RESTRICTED_CAPS, _deep, _pod_context, _restricted_omissions, _user_containers
@@ -145,28 +146,29 @@ def _jh074(ctx: Context) -> Iterator[Hit]:
                       "for the Pod Security level it needs")
 
 
-def _escalation_conflict(sc: Any) -> str | None:
-    """What the API server's ValidateSecurityContext refuses beside allowPrivilegeEscalation: false
-    (1.29 and 1.37 alike): privileged: true, or CAP_SYS_ADMIN added (literally that name)."""
+def _escalation_conflict(sc: Any) -> tuple[str, str] | None:
+    """(the field, what it sets) the API server's ValidateSecurityContext refuses beside
+    allowPrivilegeEscalation: false (1.29 and 1.37 alike): privileged: true, or CAP_SYS_ADMIN added
+    (literally that name)."""
     if not isinstance(sc, Mapping) or sc.get("allowPrivilegeEscalation") is not False:
         return None
     if sc.get("privileged") is True:
-        return "privileged: true"
+        return "privileged", "privileged: true"
     caps = sc.get("capabilities")
     if isinstance(caps, Mapping) and "CAP_SYS_ADMIN" in [str(c) for c in caps.get("add") or []]:
-        return "capabilities.add CAP_SYS_ADMIN"
+        return "capabilities.add", "capabilities.add CAP_SYS_ADMIN"
     return None
 
 
 def _jh076(ctx: Context) -> Iterator[Hit]:
     """JH076: a container security context the API server refuses, as the chart renders it: a
-    role's securityContext merged over containerSecurityContext (whose default is
+    rendered role's securityContext merged over containerSecurityContext (whose default is
     allowPrivilegeEscalation: false), the chart-wide one (the migration Job, the wait containers),
     and the sidecars and extra init containers as given."""
     chart_wide = ctx.get("containerSecurityContext") or {}
     targets: list[tuple[list[KeyPath], Any, str]] = [
         ([_p("containerSecurityContext")], chart_wide, "every chart container (the migration Job, wait-for-migrations)")]
-    for role in sorted(r for r, s in (ctx.get("handlers") or {}).items() if isinstance(s, Mapping)):
+    for role in model.enabled_roles(ctx.values):
         own = ctx.get(f"handlers.{role}.securityContext") or {}
         if own:
             targets.append(([_p(f"handlers.{role}.securityContext"), _p("containerSecurityContext")],
@@ -174,10 +176,10 @@ def _jh076(ctx: Context) -> Iterator[Hit]:
     for path, c in _user_containers(ctx):
         targets.append(([path + ("securityContext",), path], c.get("securityContext"), f"container {c.get('name')}"))
     for paths, sc, where in targets:
-        what = _escalation_conflict(sc)
-        if what:
+        conflict = _escalation_conflict(sc)
+        if conflict:
+            field, what = conflict
             yield Hit(paths, f"{what} with allowPrivilegeEscalation: false in {where} ({dotted(paths[0])}): the API "
                       "server refuses the container (\"cannot set `allowPrivilegeEscalation` to false and ...\"), so "
                       "the release fails to install",
-                      f"set allowPrivilegeEscalation: true beside {what.split(':')[0].split(' ')[0]} (the chart's default "
-                      "is false), or remove it")
+                      f"set allowPrivilegeEscalation: true beside {field} (the chart's default is false), or remove it")

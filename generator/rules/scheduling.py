@@ -33,7 +33,7 @@ def label_value_problem(value: str) -> str | None:
 def _affinities(ctx: Context) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     """(key path, affinity) of every role's and the migration Jobs' affinity."""
     for role in model.enabled_roles(ctx.values):
-        yield ("handlers", role, "affinity"), ((ctx.get("handlers") or {}).get(role) or {}).get("affinity")
+        yield ("handlers", role, "affinity"), ctx.get(f"handlers.{role}.affinity")
     yield ("migration", "affinity"), ctx.get("migration.affinity")
 
 

@@ -211,3 +211,10 @@ def test_jh026_reports_extra_containers_at_their_own_key() -> None:
     [f] = [f for f in check(vf, "1.34") if f.rule != "JH074"]  # the bare container's own finding
     assert (f.rule, f.line, f.path) == ("JH026", 6, "migration.extraInitContainers[0].env[0].value")
     assert "migration Job: init container render" in f.message
+
+
+def test_jh076_judges_only_what_the_chart_renders() -> None:
+    """A disabled role renders no container, so its privileged securityContext is no refusal."""
+    text = "handlers:\n  web:\n    enabled: {}\n    securityContext:\n      privileged: true\n"
+    assert "JH076" not in {f.rule for f in check(parse_values(text.format("false"), "v.yaml"), "1.37")}
+    assert "JH076" in {f.rule for f in check(parse_values(text.format("true"), "v.yaml"), "1.37")}
